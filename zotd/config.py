@@ -1,0 +1,114 @@
+"""``zotd.toml``: the daemon's settings, decoded by msgspec.
+
+Every field is optional; an absent file means every default. Unknown keys
+and wrongly typed values are errors that name the field, so a typo never
+silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from .protocol.lines import DEFAULT_MAX_LINE
+
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+NonNegSeconds = Annotated[float, msgspec.Meta(ge=0)]
+
+#: zot's own slash commands; an extension may not take these names.
+DEFAULT_RESERVED_COMMANDS = (
+    "help",
+    "clear",
+    "compact",
+    "model",
+    "login",
+    "logout",
+    "sessions",
+    "ext",
+    "reload-ext",
+    "exit",
+    "quit",
+)
+
+#: zot's built-in tools; always win over an extension's tool of the same name
+#: (reference, "register_tool").
+BUILTIN_TOOLS = ("read", "write", "edit", "bash", "skill")
+
+
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Daemon settings. Deadlines are in seconds."""
+
+    #: Wait for an extension to exit after ``shutdown`` (reference, "Lifecycle": 2 s).
+    shutdown_timeout: Seconds = 2.0
+    #: After SIGTERM, wait this long before SIGKILL (design brief: 1 s).
+    kill_timeout: Seconds = 1.0
+    #: The whole intercept decision (reference, "event_intercept_response": 5 s).
+    intercept_timeout: Seconds = 5.0
+    #: A tool call without its own ``timeout_s`` (reference, "tool_call": 60 s).
+    tool_timeout: Seconds = 60.0
+    #: A command invocation.
+    command_timeout: Seconds = 60.0
+    #: The agent's ``hello`` waits at most this long for extensions to be ready.
+    ready_grace: Seconds = 3.0
+    #: An extension that sent ``hello`` but no ``ready`` counts as ready once it
+    #: has been quiet this long (the reference's quick start never sends ``ready``).
+    ready_idle: Seconds = 0.2
+    #: An extension that has not sent ``hello`` by then is stopped and marked failed.
+    hello_timeout: Seconds = 10.0
+    #: A workspace with no clients stops after this long.
+    idle_timeout: NonNegSeconds = 300.0
+    #: Longest frame accepted on any pipe or socket, in bytes.
+    max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE
+    #: Frames that may queue for one extension's stdin before senders wait.
+    extension_queue: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Slash command names extensions may not register.
+    reserved_commands: list[str] = msgspec.field(
+        default_factory=lambda: list(DEFAULT_RESERVED_COMMANDS)
+    )
+    #: Socket path (else ``$ZOTD_SOCKET``, else the user runtime dir).
+    socket: str | None = None
+    #: If set, every agent must send it in ``hello``.
+    token: str | None = None
+    #: ``debug``, ``info``, ``warning`` or ``error``.
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        if self.log_level.lower() not in ("debug", "info", "warning", "error"):
+            raise ValueError(
+                f"log_level must be debug, info, warning or error, not {self.log_level!r}"
+            )
+
+
+class ConfigError(Exception):
+    """The config file cannot be used; the message says where and why."""
+
+
+def load_config(path: Path) -> Config:
+    """Reads ``path``; a missing file gives the defaults.
+
+    Raises:
+        ConfigError: unreadable file, bad TOML, an unknown key or a bad value.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return msgspec.toml.decode(data, type=Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {_field_message(exc)}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _field_message(exc: msgspec.ValidationError) -> str:
+    # msgspec says "... - at `$.tool_timeout`"; say "field `tool_timeout`" instead.
+    text = str(exc)
+    if " - at `$." in text:
+        what, _, where = text.rpartition(" - at `$.")
+        return f"field `{where.rstrip('`')}`: {what}"
+    return text

@@ -1,0 +1,211 @@
+"""The daemon: the socket, the workspaces, signals and the shutdown order.
+
+Task tree (``docs/architecture.md`` draws it whole)::
+
+    Daemon.run
+    ├─ accept loop (its own cancel scope: stopping it stops accepting)
+    ├─ one ClientSession.run per connection
+    ├─ signal watcher (SIGTERM/SIGINT -> graceful shutdown)
+    └─ one Workspace.run per project directory
+       └─ one Extension.run per extension
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from itertools import count
+from pathlib import Path
+
+import trio
+
+from . import __version__
+from .config import Config
+from .listener import open_unix_listener, socket_identity
+from .paths import Paths
+from .process import Spawner, spawn
+from .protocol import agent as ap
+from .session import ClientSession
+from .workspace import Context, Workspace
+
+log = logging.getLogger(__name__)
+
+#: After the extensions are stopped, how long clients get to receive what
+#: they are owed before their connections are closed.
+FLUSH_TIMEOUT = 0.5
+
+#: accept() errors that mean "out of resources for now": wait and retry
+#: (as trio.serve_listeners does) instead of dying.
+_ACCEPT_RETRY = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+
+
+class Daemon:
+    """Hosts extensions for agents connecting on a Unix socket.
+
+    Args:
+        config: settings (deadlines, limits, token).
+        paths: ``$ZOT_HOME``, the socket, the config file.
+        explicit: extension directories given with ``--ext``; they join every
+            workspace and win over installed extensions of the same name.
+        spawner: starts extension processes (tests may substitute fakes).
+        env: the environment extensions get (default: the daemon's).
+        cwd: the workspace of a ``hello`` without ``cwd`` (default: the daemon's).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        paths: Paths,
+        *,
+        explicit: Sequence[Path] = (),
+        spawner: Spawner = spawn,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
+        self.workspaces: dict[Path, Workspace] = {}
+        self.sessions: set[ClientSession] = set()
+        self.shutting_down = False
+        self._ctx = Context(
+            config=config,
+            paths=paths,
+            explicit=[p.absolute() for p in explicit],
+            spawner=spawner,
+            env=dict(os.environ if env is None else env),
+        )
+        self._shutdown = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._started_at = 0.0
+
+    async def run(
+        self,
+        *,
+        handle_signals: bool = False,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serves until :meth:`request_shutdown`, a ``shutdown`` request or a signal.
+
+        Reports started once the socket accepts connections. Shutdown stops
+        accepting, stops every extension in parallel (shielded, bounded by
+        the shutdown deadlines), gives clients :data:`FLUSH_TIMEOUT` to take
+        their last replies, closes them, and removes the socket file.
+
+        Raises:
+            AlreadyRunning: another daemon answers on the socket.
+            SocketError: the socket cannot be bound.
+        """
+        listener = await open_unix_listener(self.paths.socket)
+        identity = socket_identity(self.paths.socket)
+        self._started_at = trio.current_time()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                if handle_signals:
+                    nursery.start_soon(self._watch_signals)
+                accepting = trio.CancelScope()
+                nursery.start_soon(self._accept, listener, accepting)
+                log.info(
+                    "zotd %s listening on %s (pid %d)", __version__, self.paths.socket, os.getpid()
+                )
+                task_status.started()
+                await self._shutdown.wait()
+                accepting.cancel()
+                with trio.CancelScope(shield=True):
+                    await self._stop_everything()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await listener.aclose()
+            if identity is not None and socket_identity(self.paths.socket) == identity:
+                self.paths.socket.unlink(missing_ok=True)
+            log.info("zotd stopped")
+
+    def request_shutdown(self) -> None:
+        """Starts the graceful shutdown (idempotent)."""
+        self.shutting_down = True
+        self._shutdown.set()
+
+    async def _stop_everything(self) -> None:
+        log.info("shutting down: stopping %d workspace(s)", len(self.workspaces))
+        async with trio.open_nursery() as nursery:
+            for ws in list(self.workspaces.values()):
+                nursery.start_soon(ws.stop_extensions, ap.ErrorCode.SHUTTING_DOWN)
+        for session in list(self.sessions):
+            session.close_soon()
+        with trio.move_on_after(FLUSH_TIMEOUT):
+            for session in list(self.sessions):
+                await session.done.wait()
+
+    async def _accept(self, listener: trio.SocketListener, scope: trio.CancelScope) -> None:
+        serial = count(1)
+        with scope:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno in _ACCEPT_RETRY:
+                        log.error("accept failed (%s); retrying shortly", exc.strerror)
+                        await trio.sleep(0.1)
+                        continue
+                    raise
+                assert self._nursery is not None
+                self._nursery.start_soon(self._serve, ClientSession(self, stream, next(serial)))
+
+    async def _serve(self, session: ClientSession) -> None:
+        self.sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            self.sessions.discard(session)
+
+    async def _watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                if self.shutting_down:
+                    log.info("%s: already shutting down", signal.Signals(signum).name)
+                else:
+                    log.info("%s: shutting down", signal.Signals(signum).name)
+                    self.request_shutdown()
+
+    async def workspace_for(self, root: Path, *, provider: str, model: str) -> Workspace:
+        """The running workspace for ``root``, started if there is none."""
+        ws = self.workspaces.get(root)
+        if ws is None or ws.stopping:
+            ws = Workspace(root, self._ctx, provider=provider, model=model)
+            self.workspaces[root] = ws
+            assert self._nursery is not None
+            self._nursery.start_soon(self._run_workspace, ws)
+        await ws.started.wait()
+        return ws
+
+    async def _run_workspace(self, ws: Workspace) -> None:
+        try:
+            await ws.run()
+        except Exception:
+            log.exception("workspace %s crashed", ws.root)
+        finally:
+            if self.workspaces.get(ws.root) is ws:
+                del self.workspaces[ws.root]
+
+    def status(self) -> ap.StatusData:
+        """What ``zotd status`` shows."""
+        return ap.StatusData(
+            pid=os.getpid(),
+            zotd_version=__version__,
+            socket=str(self.paths.socket),
+            uptime_s=round(trio.current_time() - self._started_at, 3),
+            workspaces=[
+                ap.WorkspaceStatus(
+                    path=str(ws.root),
+                    clients=ws.clients,
+                    extensions=len(ws.extensions),
+                    ready=sum(1 for e in ws.extensions.values() if e.state == "ready"),
+                )
+                for ws in self.workspaces.values()
+            ],
+        )

@@ -1,0 +1,535 @@
+"""One extension: its process, its pipes, its handshake and its pending calls.
+
+:meth:`Extension.run` is the extension's supervisor, one nursery per
+extension::
+
+    Extension.run
+    ├─ the process (own process group; stderr appended straight to its log)
+    ├─ reader: stdout line -> msgspec decode -> route (replies, registrations)
+    ├─ writer: bounded channel -> stdin, queued frames sent in one write
+    └─ handshake: hello deadline, then ready (or quiet, or grace)
+
+The child's stderr is the log file itself (opened ``O_APPEND``), not a pipe
+we copy from: no task, no copy, and the log keeps everything the extension
+wrote even if the daemon dies. The daemon's own notes about the extension
+(refusals, shadowed names, malformed lines) are appended to the same file.
+
+Requests are matched to replies by ids from a per-extension counter. When the
+process ends, every request still pending fails at once with
+:class:`~zotd.errors.RequestError`; nothing waits for its deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+import trio
+
+from .config import Config
+from .errors import RequestError, extension_failed
+from .manifest import Found
+from .process import Process, Spawner
+from .protocol import extension as ep
+from .protocol.agent import ErrorCode, ExtensionInfo
+from .protocol.frames import FrameError, UnknownFrame, is_json_object
+from .protocol.lines import Oversized
+from .streams import CLOSE, read_lines, write_batches
+
+log = logging.getLogger(__name__)
+
+#: After the process exits, how long its stdout may take to reach EOF (frames
+#: it wrote just before exiting are still read and routed).
+DRAIN_TIMEOUT = 0.5
+
+#: Lines of the log shown in ``list_extensions``.
+LOG_TAIL_LINES = 10
+
+Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
+R = TypeVar("R", ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
+
+
+class State:
+    """Live states of an extension."""
+
+    STARTING = "starting"
+    READY = "ready"
+    STOPPING = "stopping"
+    EXITED = "exited"
+    FAILED = "failed"
+    DISABLED = "disabled"
+
+
+#: States in which the process is alive and takes frames.
+RUNNING = frozenset({State.STARTING, State.READY})
+
+
+class Host(Protocol):
+    """What an extension reports to, and asks of, its workspace."""
+
+    def hello_ack(self) -> ep.HelloAck: ...
+
+    def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None: ...
+
+    def on_register_tool(self, ext: Extension, frame: ep.RegisterTool) -> str | None: ...
+
+    def on_notify(self, ext: Extension, frame: ep.Notify) -> None: ...
+
+    def on_changed(self, ext: Extension) -> None: ...
+
+    def on_exit(self, ext: Extension) -> None: ...
+
+
+class _Pending:
+    """A one-shot slot for the reply to one request."""
+
+    __slots__ = ("error", "event", "expect", "reply")
+
+    def __init__(self, expect: type[Reply]) -> None:
+        self.expect = expect
+        self.event = trio.Event()
+        self.reply: Reply | None = None
+        self.error: RequestError | None = None
+
+    def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
+        if not self.event.is_set():
+            self.reply, self.error = reply, error
+            self.event.set()
+
+
+class Extension:
+    """Supervises one extension process for one workspace.
+
+    Args:
+        found: the discovered manifest (possibly broken).
+        host: the workspace it reports to.
+        config: deadlines and limits.
+        log_path: its log file (``$ZOT_HOME/logs/ext-<name>.log``).
+        spawner: starts the process (tests pass in-memory fakes).
+        env: the process's environment.
+    """
+
+    def __init__(
+        self,
+        found: Found,
+        *,
+        host: Host,
+        config: Config,
+        log_path: Path,
+        spawner: Spawner,
+        env: Mapping[str, str],
+    ) -> None:
+        self.found = found
+        self.name = found.name
+        self.log_path = log_path
+        self._host = host
+        self._config = config
+        self._spawner = spawner
+        self._env = env
+        enabled = found.manifest.enabled if found.manifest else True
+        self.state = State.STARTING if enabled else State.DISABLED
+        self.pid: int | None = None
+        self.exit_code: int | None = None
+        self.last_error = found.error
+        self.restarts = 0
+        self.events: set[str] = set()
+        self.intercepts: set[str] = set()
+        #: Set once the extension is ready, or has failed, exited or is disabled.
+        self.settled = trio.Event()
+        #: Set once :meth:`run` has finished.
+        self.finished = trio.Event()
+        self._process: Process | None = None
+        self._process_exited = trio.Event()
+        self._hello = trio.Event()
+        self._ready = trio.Event()
+        self._quiet_scope: trio.CancelScope | None = None
+        self._refused = False
+        self._stop_code: str | None = None
+        self._next_id = 0
+        self._pending: dict[str, _Pending] = {}
+        self._send, self._outbox = trio.open_memory_channel[bytes](config.extension_queue)
+
+    # --- lifetime ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Runs the extension until its process ends; never raises ``Exception``.
+
+        Broken and disabled extensions return at once. On cancellation the
+        process group is killed (SIGKILL) and reaped, shielded, before this
+        returns; a graceful stop is :meth:`stop`'s job.
+        """
+        try:
+            if self.found.error or self.state == State.DISABLED:
+                if self.found.error:
+                    self.state = State.FAILED
+                    self.note(f"not started: {self.found.error}")
+                return
+            try:
+                process = self._start()
+            except OSError as exc:
+                self._fail(f"cannot start {self.found.argv[0]}: {exc.strerror or exc}")
+                return
+            self._process = process
+            self.pid = process.pid
+            self.note(f"started pid {self.pid}: {' '.join(self.found.argv)}")
+            self._host.on_changed(self)
+            await self._supervise(process)
+        except Exception as exc:  # a bug of ours must not take the workspace down
+            log.exception("extension %s: internal error", self.name)
+            self.last_error = f"internal error: {exc!r}"
+            self.state = State.FAILED
+        finally:
+            self._finish()
+
+    def _start(self) -> Process:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            return self._spawner(self.found.argv, cwd=self.found.dir, env=self._env, stderr=fd)
+        finally:
+            os.close(fd)
+
+    async def _supervise(self, process: Process) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write, process)
+                reader_done = trio.Event()
+                nursery.start_soon(self._read, process, reader_done)
+                nursery.start_soon(self._handshake)
+                self.exit_code = await process.wait()
+                self._process_exited.set()
+                with trio.move_on_after(DRAIN_TIMEOUT):
+                    await reader_done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            # Whatever the extension left in its process group goes with it.
+            process.signal_group(signal.SIGKILL)
+            if self.exit_code is None:  # cancelled: reap what we just killed
+                with trio.CancelScope(shield=True), trio.move_on_after(self._config.kill_timeout):
+                    self.exit_code = await process.wait()
+            self._process_exited.set()
+
+    def _finish(self) -> None:
+        code = self.exit_code
+        if self._process is not None:
+            if self._refused or self.state == State.FAILED:
+                self.state = State.FAILED
+            elif self._stop_code is not None or code == 0:
+                self.state = State.EXITED
+                self.note(f"exited with code {code}")
+            else:
+                self.state = State.FAILED
+                self.last_error = self.last_error or f"exited with code {code}"
+                self.note(f"exited with code {code}")
+        error = RequestError(
+            self._stop_code or ErrorCode.EXTENSION_FAILED,
+            f"extension {self.name!r} {_describe_exit(code)} before replying",
+        )
+        for slot in self._pending.values():
+            slot.resolve(None, error)
+        self._pending.clear()
+        self._outbox.close()
+        self._host.on_exit(self)
+        self.settled.set()
+        self.finished.set()
+
+    async def stop(self, code: str = ErrorCode.EXTENSION_FAILED) -> None:
+        """Stops the extension gracefully; bounded, never raises.
+
+        Sends ``shutdown`` and closes stdin, waits ``shutdown_timeout`` for
+        the process to exit, then SIGTERMs its group, waits ``kill_timeout``,
+        then SIGKILLs it (reference, "Lifecycle", step 6). Requests still
+        pending fail with ``code``. Returns once :meth:`run` has finished,
+        or, if cancelled, as soon as it is cancelled.
+        """
+        if self._stop_code is None:
+            self._stop_code = code
+        process = self._process
+        if process is None or self._process_exited.is_set():
+            if self._process is not None:
+                await self.finished.wait()
+            return
+        self.state = State.STOPPING
+        self._host.on_changed(self)
+        for frame in (ep.encode(ep.Shutdown()), CLOSE):
+            try:
+                self._send.send_nowait(frame)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+        with trio.move_on_after(self._config.shutdown_timeout):
+            await self._process_exited.wait()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self._process_exited.is_set():
+                break
+            self.note(f"did not exit after shutdown; sending {signal.Signals(sig).name}")
+            process.signal_group(sig)
+            with trio.move_on_after(self._config.kill_timeout):
+                await self._process_exited.wait()
+        await self.finished.wait()
+
+    # --- requests -----------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the process is up and takes frames."""
+        return self.state in RUNNING
+
+    async def request(self, make: Callable[[str], bytes], expect: type[R]) -> R:
+        """Sends the frame ``make(id)`` and waits for the reply with that id.
+
+        Cancellation (the caller's deadline) withdraws the request; a reply
+        that comes later is logged and dropped.
+
+        Raises:
+            RequestError: the extension is not running, ends before replying,
+                or replies with a malformed or mismatched frame.
+        """
+        if not self.running:
+            raise extension_failed(f"extension {self.name!r} is {self.state}")
+        self._next_id += 1
+        rid = str(self._next_id)
+        slot = _Pending(expect)
+        self._pending[rid] = slot
+        try:
+            try:
+                await self._send.send(make(rid))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise extension_failed(f"extension {self.name!r} is {self.state}") from None
+            await slot.event.wait()
+        finally:
+            self._pending.pop(rid, None)
+        if slot.error is not None:
+            raise slot.error
+        assert isinstance(slot.reply, expect)
+        return slot.reply
+
+    def send_nowait(self, frame: bytes) -> bool:
+        """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
+        if not self.running:
+            return False
+        try:
+            self._send.send_nowait(frame)
+        except trio.WouldBlock:
+            self.note("stdin queue full: dropped a frame (is the extension reading stdin?)")
+            return False
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
+    # --- the three tasks ------------------------------------------------------------
+
+    async def _write(self, process: Process) -> None:
+        try:
+            await write_batches(self._outbox, process.stdin)
+        except trio.BrokenResourceError:
+            pass  # the process closed stdin or died; the exit is handled by run()
+
+    async def _read(self, process: Process, done: trio.Event) -> None:
+        try:
+            async for line in read_lines(process.stdout, self._config.max_frame_bytes):
+                if isinstance(line, Oversized):
+                    self.note(
+                        f"dropped a {line.size}-byte line: longer than the "
+                        f"{self._config.max_frame_bytes}-byte frame limit"
+                    )
+                elif line.strip():
+                    self._on_line(line)
+        finally:
+            done.set()
+
+    async def _handshake(self) -> None:
+        config = self._config
+        with trio.move_on_after(config.hello_timeout):
+            await self._hello.wait()
+        if not self._hello.is_set():
+            self._refuse(f"sent no `hello` frame within {config.hello_timeout:g} s")
+            return
+        with trio.move_on_after(config.ready_grace) as grace:
+            with trio.move_on_after(config.ready_idle) as quiet:
+                self._quiet_scope = quiet
+                await self._ready.wait()
+        self._quiet_scope = None
+        if self._ready.is_set() or not self.running:
+            return
+        if grace.cancelled_caught:
+            self.note(f"no `ready` within {config.ready_grace:g} s; proceeding without it")
+        else:
+            self.note(f"no `ready` frame; ready after {config.ready_idle:g} s of quiet")
+        self._mark_ready()
+
+    # --- routing ----------------------------------------------------------------
+
+    def _on_line(self, line: bytes) -> None:
+        try:
+            frame = ep.decode_extension_frame(line)
+        except FrameError as exc:
+            self._on_bad_frame(exc, line)
+            return
+        if isinstance(frame, UnknownFrame):
+            log.debug("extension %s: ignored unknown frame type %r", self.name, frame.type)
+            return
+        if self._quiet_scope is not None:
+            self._quiet_scope.deadline = trio.current_time() + self._config.ready_idle
+        if not self._hello.is_set():
+            self._on_first(frame)
+            return
+        if isinstance(frame, ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse):
+            self._on_reply(frame)
+        elif isinstance(frame, ep.Notify):
+            self._host.on_notify(self, frame)
+        elif isinstance(frame, ep.RegisterCommand):
+            self._report_shadow(self._host.on_register_command(self, frame))
+        elif isinstance(frame, ep.RegisterTool):
+            if not is_json_object(frame.schema):
+                self.note(f"tool {frame.name!r} refused: `schema` must be a JSON object")
+                return
+            self._report_shadow(self._host.on_register_tool(self, frame))
+        elif isinstance(frame, ep.Subscribe):
+            self._subscribe(frame)
+        elif isinstance(frame, ep.Ready):
+            self._mark_ready()
+        elif isinstance(frame, ep.ShutdownAck):
+            log.debug("extension %s: shutdown_ack", self.name)
+        elif isinstance(frame, ep.Hello):
+            self.note("ignored a second `hello`")
+
+    def _on_first(self, frame: ep.ExtensionFrame) -> None:
+        if not isinstance(frame, ep.Hello):
+            tag = type(frame).__struct_config__.tag
+            self._refuse(f"first frame must be `hello`, got `{tag}`")
+        elif frame.name != self.name:
+            self._refuse(
+                f"`hello` names {frame.name!r} but extension.json names {self.name!r}; "
+                "they must match"
+            )
+        else:
+            self._hello.set()
+            self.send_nowait(ep.encode(self._host.hello_ack()))
+
+    def _on_reply(self, frame: Reply) -> None:
+        slot = self._pending.get(str(frame.id))
+        tag = type(frame).__struct_config__.tag
+        if slot is None:
+            self.note(f"dropped `{tag}` for id {frame.id!r}: no such call pending (late reply?)")
+        elif not isinstance(frame, slot.expect):
+            want = slot.expect.__struct_config__.tag
+            slot.resolve(
+                None,
+                extension_failed(f"extension {self.name!r} answered with `{tag}`, not `{want}`"),
+            )
+        else:
+            slot.resolve(frame)
+
+    def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
+        preview = line[:200].decode("utf-8", "replace")
+        self.note(f"skipped a malformed line ({exc.message}): {preview}")
+        slot = self._pending.get(str(exc.id)) if exc.id is not None else None
+        if slot is not None:
+            slot.resolve(
+                None,
+                extension_failed(f"extension {self.name!r} sent a malformed reply: {exc.message}"),
+            )
+
+    def _subscribe(self, frame: ep.Subscribe) -> None:
+        self.events = set(frame.events)
+        unknown = self.events - ep.EVENTS
+        if unknown:
+            self.note(f"subscribed to events zot does not send (yet): {sorted(unknown)}")
+        self.intercepts = set(frame.intercept) & ep.INTERCEPTABLE
+        ignored = set(frame.intercept) - ep.INTERCEPTABLE
+        if ignored:
+            self.note(f"cannot intercept {sorted(ignored)}: only {sorted(ep.INTERCEPTABLE)}")
+        if self.state == State.READY:
+            self._host.on_changed(self)
+
+    def _mark_ready(self) -> None:
+        if self.state != State.STARTING:
+            return
+        self.state = State.READY
+        self._ready.set()
+        self.settled.set()
+        self._host.on_changed(self)
+
+    def _report_shadow(self, reason: str | None) -> None:
+        if reason is not None:
+            self.note(reason)
+        elif self.state == State.READY:
+            self._host.on_changed(self)  # a late registration
+
+    def _refuse(self, reason: str) -> None:
+        self._refused = True
+        self._fail(f"refused: {reason}")
+        if self._process is not None:
+            self._process.signal_group(signal.SIGKILL)
+
+    def _fail(self, reason: str) -> None:
+        self.state = State.FAILED
+        self.last_error = reason
+        self.note(reason)
+        self.settled.set()
+
+    # --- reporting ----------------------------------------------------------------
+
+    def note(self, message: str) -> None:
+        """Appends a line from the daemon to the extension's log (and debug log)."""
+        log.debug("extension %s: %s", self.name, message)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        try:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.log_path.open("a", encoding="utf-8") as f:
+                f.write(f"[zotd {stamp}] {message}\n")
+        except OSError as exc:
+            log.warning("cannot write %s: %s", self.log_path, exc)
+
+    def info(self, commands: list[str], tools: list[str]) -> ExtensionInfo:
+        """This extension as ``list_extensions`` shows it."""
+        m = self.found.manifest
+        return ExtensionInfo(
+            name=self.name,
+            version=m.version if m else "",
+            description=m.description if m else "",
+            language=m.language if m else "",
+            scope=self.found.scope,
+            dir=str(self.found.dir),
+            enabled=m.enabled if m else True,
+            state=self.state,
+            pid=self.pid if self.running or self.state == State.STOPPING else None,
+            restarts=self.restarts,
+            exit_code=self.exit_code,
+            commands=commands,
+            tools=tools,
+            events=sorted(self.events),
+            intercepts=sorted(self.intercepts),
+            log=str(self.log_path),
+            last_error=self.last_error,
+            log_tail=tail(self.log_path, LOG_TAIL_LINES) if self.exit_code is not None else [],
+        )
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "stopped"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def tail(path: Path, lines: int) -> list[str]:
+    """The last ``lines`` lines of a text file (empty if it cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 8192))
+            data = f.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()[-lines:]

@@ -1,0 +1,206 @@
+"""``extension.json`` manifests and where extensions are found.
+
+Discovery (reference, "Layout & discovery") looks in two places, and
+``zotd --ext PATH`` adds a third that wins over both:
+
+1. explicit: directories named with ``--ext`` (scope ``explicit``),
+2. project-local: ``<workspace>/.zot/extensions/<name>/`` (scope ``project``),
+3. global: ``$ZOT_HOME/extensions/<name>/`` (scope ``global``).
+
+A broken manifest never raises out of :func:`discover`: it becomes a
+:class:`Found` whose ``error`` says what is wrong, so it can be listed as
+``failed`` beside the extensions that work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "extension.json"
+
+#: Names end up in file names (``ext-<name>.log``) and directory names.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class Scope:
+    """Where an extension was found."""
+
+    EXPLICIT = "explicit"
+    PROJECT = "project"
+    GLOBAL = "global"
+
+
+class Manifest(msgspec.Struct, kw_only=True):
+    """The fields of ``extension.json`` (reference, "Layout & discovery")."""
+
+    name: str
+    exec: str
+    version: str = ""
+    args: list[str] = []
+    language: str = ""
+    description: str = ""
+    enabled: bool = True
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be used; the message says why."""
+
+
+@dataclass(slots=True)
+class Found:
+    """One discovered extension.
+
+    Attributes:
+        name: the manifest's name (the directory's name if it has none).
+        dir: the directory holding ``extension.json``.
+        scope: a :class:`Scope` value.
+        manifest: the parsed manifest, or ``None`` if it did not parse.
+        argv: the resolved executable and its args; empty when ``error`` is set.
+        error: why it cannot be started ("" when it can).
+    """
+
+    name: str
+    dir: Path
+    scope: str
+    manifest: Manifest | None = None
+    argv: list[str] = field(default_factory=list)
+    error: str = ""
+
+
+_decoder = msgspec.json.Decoder(Manifest)
+
+
+def check_name(name: str) -> None:
+    """Raises :class:`ManifestError` unless ``name`` is a safe extension name."""
+    if not _NAME.match(name):
+        raise ManifestError(
+            f"invalid name {name!r}: use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
+
+
+def read_manifest(directory: Path) -> Manifest:
+    """Parses and checks ``directory/extension.json``.
+
+    Raises:
+        ManifestError: missing, unreadable, not JSON, a missing or mistyped field,
+            or an unsafe name.
+    """
+    path = directory / MANIFEST
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestError(f"no {MANIFEST} in {directory}") from None
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        manifest = _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ManifestError(f"{path}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ManifestError(f"{path}: invalid JSON: {exc}") from None
+    check_name(manifest.name)
+    if not manifest.exec:
+        raise ManifestError(f"{path}: `exec` is empty")
+    return manifest
+
+
+def resolve_exec(manifest: Manifest, directory: Path, path_env: str | None = None) -> str:
+    """The executable to run, as an absolute path.
+
+    ``exec`` may be absolute, relative to the manifest's directory (any path
+    with a ``/``, or a bare name of a file in that directory), or a bare name
+    looked up on ``PATH`` (``"exec": "node"``).
+
+    Raises:
+        ManifestError: not found, or not executable.
+    """
+    exe = manifest.exec
+    if os.path.isabs(exe) or "/" in exe:
+        candidate = Path(directory, exe)
+    elif (directory / exe).is_file():
+        candidate = directory / exe
+    else:
+        found = shutil.which(exe, path=path_env if path_env is not None else os.environ.get("PATH"))
+        if found is None:
+            raise ManifestError(f"exec {exe!r} is not in {directory} and not on PATH")
+        return found
+    if not candidate.is_file():
+        raise ManifestError(f"exec {exe!r} not found: no file {candidate}")
+    if not os.access(candidate, os.X_OK):
+        raise ManifestError(f"exec {exe!r} is not executable: chmod +x {candidate}")
+    return str(candidate.absolute())
+
+
+def load(directory: Path, scope: str) -> Found:
+    """Reads one extension directory into a :class:`Found` (never raises)."""
+    directory = directory.absolute()
+    try:
+        manifest = read_manifest(directory)
+    except ManifestError as exc:
+        return Found(name=directory.name, dir=directory, scope=scope, error=str(exc))
+    found = Found(name=manifest.name, dir=directory, scope=scope, manifest=manifest)
+    try:
+        found.argv = [resolve_exec(manifest, directory), *manifest.args]
+    except ManifestError as exc:
+        found.error = str(exc)
+    return found
+
+
+def _subdirs(root: Path) -> list[Path]:
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        log.warning("cannot list %s: %s", root, exc.strerror)
+        return []
+
+
+def project_dir(workspace: Path) -> Path:
+    """Project-local extensions of a workspace: ``<workspace>/.zot/extensions``."""
+    return workspace / ".zot" / "extensions"
+
+
+def discover(
+    *,
+    workspace: Path | None,
+    global_dir: Path,
+    explicit: Sequence[Path] = (),
+) -> list[Found]:
+    """Every extension a workspace sees, one per name, highest precedence first.
+
+    Order (which is also registration order): explicit, then project-local,
+    then global, by directory name within each. A name already taken by a
+    higher-precedence scope hides the lower one.
+    """
+    sources: list[tuple[str, Iterable[Path]]] = [(Scope.EXPLICIT, explicit)]
+    if workspace is not None:
+        sources.append((Scope.PROJECT, _subdirs(project_dir(workspace))))
+    sources.append((Scope.GLOBAL, _subdirs(global_dir)))
+    out: dict[str, Found] = {}
+    for scope, dirs in sources:
+        for directory in dirs:
+            found = load(Path(directory), scope)
+            kept = out.get(found.name)
+            if kept is None:
+                out[found.name] = found
+            elif kept.scope == scope:
+                log.warning(
+                    "two %s extensions are named %r: using %s, ignoring %s",
+                    scope,
+                    found.name,
+                    kept.dir,
+                    found.dir,
+                )
+    return list(out.values())

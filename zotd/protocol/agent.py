@@ -1,0 +1,363 @@
+"""Agent protocol v1: frames on the daemon's Unix socket.
+
+Requests are ``{"id": <string|int>, "type": "<command>", ...}``; every request
+gets exactly one :class:`Response` with the same ``id``. Push frames
+(:class:`NotifyPush`, :class:`ExtensionStatePush`) carry no ``id`` and reach
+only connections that sent ``subscribe``. See ``docs/agent-protocol.md``.
+
+The ``data`` of a successful response is one of the ``*Data`` Structs below;
+a client turns the decoded ``data`` into the right one with
+:func:`msgspec.convert`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from .extension import Block
+from .frames import FrameDecoder, UnknownFrame, tags_of
+
+Id = str | int
+
+
+class ErrorCode:
+    """The ``error.code`` values of a failed response."""
+
+    BAD_REQUEST: Final = "bad_request"
+    HELLO_REQUIRED: Final = "hello_required"
+    UNAUTHORIZED: Final = "unauthorized"
+    UNKNOWN_COMMAND: Final = "unknown_command"
+    NOT_FOUND: Final = "not_found"
+    TIMEOUT: Final = "timeout"
+    EXTENSION_FAILED: Final = "extension_failed"
+    FRAME_TOO_LARGE: Final = "frame_too_large"
+    SHUTTING_DOWN: Final = "shutting_down"
+    #: A bug in zotd; the message says what, and the daemon log has the traceback.
+    INTERNAL: Final = "internal"
+
+
+# --- requests -----------------------------------------------------------------
+
+
+class _Request(msgspec.Struct, tag_field="type", kw_only=True):
+    id: Id
+
+
+class Hello(_Request, tag="hello"):
+    """First request on a connection: which workspace, and who is asking."""
+
+    protocol_version: int = 1
+    cwd: str | None = None
+    provider: str = ""
+    model: str = ""
+    client: str = ""
+    token: str | None = None
+    #: ``False``: join no workspace (for operator tools: ``status``, ``shutdown``).
+    attach: bool = True
+
+
+class Ping(_Request, tag="ping"):
+    """Liveness check."""
+
+
+class ListExtensions(_Request, tag="list_extensions"):
+    """Every extension of the workspace, with its live state."""
+
+
+class ListCommands(_Request, tag="list_commands"):
+    """Every slash command of the workspace."""
+
+
+class ListTools(_Request, tag="list_tools"):
+    """Every tool of the workspace."""
+
+
+class InvokeCommand(_Request, tag="invoke_command"):
+    """Runs a slash command; ``args`` is what the user typed after its name."""
+
+    name: str
+    args: str = ""
+
+
+class CallTool(_Request, tag="call_tool"):
+    """Calls a tool; ``args`` must be a JSON object."""
+
+    name: str
+    args: msgspec.Raw = msgspec.Raw(b"{}")
+    timeout_s: float | None = None
+
+
+class EmitEvent(_Request, tag="emit_event"):
+    """A lifecycle event; every field but ``id`` and ``type`` goes to the subscribers."""
+
+    event: str
+
+
+class Intercept(_Request, tag="intercept"):
+    """Asks the guards whether a tool call may run."""
+
+    event: str = "tool_call"
+    tool_id: str = ""
+    tool_name: str = ""
+    tool_args: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+class Subscribe(_Request, tag="subscribe"):
+    """Turns push frames on (or off) for this connection."""
+
+    notifications: bool = True
+
+
+class Status(_Request, tag="status"):
+    """The daemon's pid, version, socket and workspaces."""
+
+
+class Shutdown(_Request, tag="shutdown"):
+    """Stops the daemon gracefully, after replying."""
+
+
+Request = (
+    Hello
+    | Ping
+    | ListExtensions
+    | ListCommands
+    | ListTools
+    | InvokeCommand
+    | CallTool
+    | EmitEvent
+    | Intercept
+    | Subscribe
+    | Status
+    | Shutdown
+)
+
+# --- replies and push frames --------------------------------------------------
+
+
+class ErrorBody(msgspec.Struct):
+    """``error`` of a failed response."""
+
+    code: str
+    message: str
+
+
+class Response(msgspec.Struct, tag_field="type", tag="response", omit_defaults=True):
+    """The one reply to a request. ``data`` on success, ``error`` on failure."""
+
+    id: Id | None
+    command: str | None
+    success: bool
+    data: Any = None
+    error: ErrorBody | None = None
+
+
+class NotifyPush(msgspec.Struct, tag_field="type", tag="notify"):
+    """An extension's ``notify``, pushed to subscribed connections."""
+
+    extension: str
+    level: str
+    message: str
+
+
+class CommandInfo(msgspec.Struct):
+    """One slash command."""
+
+    name: str
+    description: str
+    extension: str
+
+
+class ToolInfo(msgspec.Struct):
+    """One tool; ``schema`` is its JSON Schema object."""
+
+    name: str
+    description: str
+    schema: Any
+    extension: str
+
+
+class ExtensionStatePush(msgspec.Struct, tag_field="type", tag="extension_state"):
+    """An extension's registry entry changed (started, ready, exited, ...)."""
+
+    extension: str
+    state: str
+    commands: list[CommandInfo]
+    tools: list[ToolInfo]
+    error: str = ""
+
+
+Push = NotifyPush | ExtensionStatePush
+
+# --- reply data ---------------------------------------------------------------
+
+
+class HelloData(msgspec.Struct):
+    """``data`` of ``hello``."""
+
+    protocol_version: int
+    zotd_version: str
+    workspace: str | None
+    pid: int
+
+
+class PingData(msgspec.Struct):
+    """``data`` of ``ping``."""
+
+    pong: bool = True
+
+
+class ExtensionInfo(msgspec.Struct):
+    """One extension in ``list_extensions``."""
+
+    name: str
+    version: str
+    description: str
+    language: str
+    scope: str
+    dir: str
+    enabled: bool
+    state: str
+    pid: int | None
+    restarts: int
+    exit_code: int | None
+    commands: list[str]
+    tools: list[str]
+    events: list[str]
+    intercepts: list[str]
+    log: str
+    last_error: str
+    log_tail: list[str]
+
+
+class ExtensionsData(msgspec.Struct):
+    """``data`` of ``list_extensions``."""
+
+    extensions: list[ExtensionInfo]
+
+
+class CommandsData(msgspec.Struct):
+    """``data`` of ``list_commands``."""
+
+    commands: list[CommandInfo]
+
+
+class ToolsData(msgspec.Struct):
+    """``data`` of ``list_tools``."""
+
+    tools: list[ToolInfo]
+
+
+class InvokeData(msgspec.Struct):
+    """``data`` of ``invoke_command``: the extension's ``command_response``."""
+
+    extension: str
+    action: str
+    prompt: str = ""
+    insert: str = ""
+    display: str = ""
+    error: str = ""
+
+
+class CallData(msgspec.Struct):
+    """``data`` of ``call_tool``: the extension's ``tool_result``."""
+
+    extension: str
+    content: list[Block]
+    is_error: bool = False
+
+
+class EmitData(msgspec.Struct):
+    """``data`` of ``emit_event``: the extensions the event was queued for."""
+
+    delivered: list[str]
+
+
+class InterceptData(msgspec.Struct):
+    """``data`` of ``intercept``. ``extension`` names the guard that blocked."""
+
+    block: bool
+    reason: str = ""
+    extension: str = ""
+
+
+class WorkspaceStatus(msgspec.Struct):
+    """One workspace in ``status``."""
+
+    path: str
+    clients: int
+    extensions: int
+    ready: int
+
+
+class StatusData(msgspec.Struct):
+    """``data`` of ``status``."""
+
+    pid: int
+    zotd_version: str
+    socket: str
+    uptime_s: float
+    workspaces: list[WorkspaceStatus]
+
+
+class Empty(msgspec.Struct):
+    """``data`` of requests with nothing to say (``subscribe``, ``shutdown``)."""
+
+
+# --- encode / decode ----------------------------------------------------------
+
+_encoder = msgspec.json.Encoder()
+_request_decoder: FrameDecoder[Request] = FrameDecoder(
+    Request,
+    tags_of(
+        Hello,
+        Ping,
+        ListExtensions,
+        ListCommands,
+        ListTools,
+        InvokeCommand,
+        CallTool,
+        EmitEvent,
+        Intercept,
+        Subscribe,
+        Status,
+        Shutdown,
+    ),
+)
+_server_frame_decoder: msgspec.json.Decoder[Response | Push] = msgspec.json.Decoder(
+    Response | NotifyPush | ExtensionStatePush
+)
+_payload_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_OMIT = frozenset({"id", "type"})
+
+
+def encode(frame: msgspec.Struct) -> bytes:
+    """One frame as a line, newline included."""
+    return _encoder.encode(frame) + b"\n"
+
+
+def ok(id: Id | None, command: str, data: msgspec.Struct) -> bytes:
+    """A successful response, encoded."""
+    return encode(Response(id=id, command=command, success=True, data=data))
+
+
+def fail(id: Id | None, command: str | None, code: str, message: str) -> bytes:
+    """A failed response, encoded."""
+    return encode(Response(id=id, command=command, success=False, error=ErrorBody(code, message)))
+
+
+def decode_request(line: bytes) -> Request | UnknownFrame:
+    """Decodes a request line. Raises :class:`~.frames.FrameError`."""
+    return _request_decoder.decode(line)
+
+
+def event_payload(line: bytes) -> dict[str, msgspec.Raw]:
+    """The fields of an ``emit_event`` or ``intercept`` line but ``id`` and ``type``."""
+    fields = _payload_decoder.decode(line)
+    return {k: v for k, v in fields.items() if k not in _OMIT}
+
+
+def decode_server_frame(line: bytes) -> Response | Push:
+    """Decodes a line the daemon wrote (for clients)."""
+    return _server_frame_decoder.decode(line)

@@ -1,0 +1,259 @@
+"""The extension protocol: frames exchanged with an extension over its stdio.
+
+One msgspec Struct per frame, named after its ``type`` tag, in one tagged
+union per direction (see the reference, "Wire format"). Payloads the daemon
+only passes along (a tool's JSON Schema, a tool call's arguments) are kept as
+:class:`msgspec.Raw` so they are never decoded and re-encoded.
+
+Events are the one open-ended frame: agents may send payload fields the
+reference does not list, and extensions should see them, so the host encodes
+``event`` and ``event_intercept`` frames from the raw payload with
+:func:`encode_event`; :class:`LifecycleEvent` and :class:`EventIntercept` are
+what an extension (or a test's fake extension) decodes them into.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .frames import FrameDecoder, UnknownFrame, tags_of
+
+#: Lifecycle events of the reference ("subscribe").
+EVENTS = frozenset({"session_start", "turn_start", "turn_end", "tool_call", "assistant_message"})
+
+#: Events that may be intercepted in this version of the protocol.
+INTERCEPTABLE = frozenset({"tool_call"})
+
+#: Values of ``command_response.action``.
+ACTIONS = frozenset({"prompt", "insert", "display", "noop"})
+
+#: Values of ``notify.level``.
+LEVELS = frozenset({"info", "success", "warn", "error"})
+
+Id = str | int
+
+_EMPTY_OBJECT = msgspec.Raw(b"{}")
+
+
+class _Frame(msgspec.Struct, tag_field="type", kw_only=True):
+    pass
+
+
+# --- content blocks (tool results) --------------------------------------------
+
+
+class TextBlock(msgspec.Struct, tag_field="type", tag="text"):
+    """``{"type":"text","text":"..."}``"""
+
+    text: str
+
+
+class ImageBlock(msgspec.Struct, tag_field="type", tag="image"):
+    """``{"type":"image","mime_type":"image/png","data":"<base64>"}``"""
+
+    mime_type: str
+    data: str
+
+
+Block = TextBlock | ImageBlock
+
+
+# --- extension -> host --------------------------------------------------------
+
+
+class Hello(_Frame, tag="hello"):
+    """Required first frame: who the extension is."""
+
+    name: str
+    version: str = ""
+    capabilities: list[str] = []
+
+
+class RegisterCommand(_Frame, tag="register_command"):
+    """Registers a slash command."""
+
+    name: str
+    description: str = ""
+
+
+class RegisterTool(_Frame, tag="register_tool"):
+    """Registers a tool the model can call; ``schema`` is a JSON Schema object."""
+
+    name: str
+    description: str = ""
+    schema: msgspec.Raw = _EMPTY_OBJECT
+
+
+class Ready(_Frame, tag="ready"):
+    """All initial registrations are sent."""
+
+
+class ToolResult(_Frame, tag="tool_result"):
+    """Reply to :class:`ToolCall`."""
+
+    id: Id
+    content: list[Block] = []
+    is_error: bool = False
+
+
+class Subscribe(_Frame, tag="subscribe"):
+    """Events to observe, and events to intercept."""
+
+    events: list[str] = []
+    intercept: list[str] = []
+
+
+class EventInterceptResponse(_Frame, tag="event_intercept_response"):
+    """Reply to :class:`EventIntercept`; ``block`` refuses the action."""
+
+    id: Id
+    block: bool = False
+    reason: str = ""
+
+
+class CommandResponse(_Frame, tag="command_response"):
+    """Reply to :class:`CommandInvoked`. ``action`` is one of :data:`ACTIONS`."""
+
+    id: Id
+    action: str = "noop"
+    prompt: str = ""
+    insert: str = ""
+    display: str = ""
+    error: str = ""
+
+
+class Notify(_Frame, tag="notify"):
+    """A one-way note for the user, any time."""
+
+    message: str = ""
+    level: str = "info"
+
+
+class ShutdownAck(_Frame, tag="shutdown_ack"):
+    """Reply to :class:`Shutdown`; the extension exits right after."""
+
+
+ExtensionFrame = (
+    Hello
+    | RegisterCommand
+    | RegisterTool
+    | Ready
+    | ToolResult
+    | Subscribe
+    | EventInterceptResponse
+    | CommandResponse
+    | Notify
+    | ShutdownAck
+)
+
+# --- host -> extension --------------------------------------------------------
+
+
+class HelloAck(_Frame, tag="hello_ack"):
+    """Sent right after :class:`Hello`."""
+
+    protocol_version: int
+    zot_version: str
+    provider: str
+    model: str
+    cwd: str
+
+
+class CommandInvoked(_Frame, tag="command_invoked"):
+    """The user ran one of the extension's commands."""
+
+    id: str
+    name: str
+    args: str = ""
+
+
+class ToolCall(_Frame, tag="tool_call"):
+    """The model called one of the extension's tools."""
+
+    id: str
+    name: str
+    args: msgspec.Raw = _EMPTY_OBJECT
+
+
+class LifecycleEvent(_Frame, tag="event"):
+    """A lifecycle event; fields past ``event`` depend on the event."""
+
+    event: str
+    step: int | None = None
+    stop: str | None = None
+    tool_id: str | None = None
+    tool_name: str | None = None
+    tool_args: Any = None
+    text: str | None = None
+
+
+class EventIntercept(_Frame, tag="event_intercept"):
+    """Asks whether an action may go ahead; same payload as :class:`LifecycleEvent`."""
+
+    id: str
+    event: str
+    tool_id: str | None = None
+    tool_name: str | None = None
+    tool_args: Any = None
+
+
+class Shutdown(_Frame, tag="shutdown"):
+    """Asks the extension to reply with :class:`ShutdownAck` and exit."""
+
+
+HostFrame = HelloAck | CommandInvoked | ToolCall | LifecycleEvent | EventIntercept | Shutdown
+
+# --- encode / decode ----------------------------------------------------------
+
+_encoder = msgspec.json.Encoder()
+
+_extension_decoder: FrameDecoder[ExtensionFrame] = FrameDecoder(
+    ExtensionFrame,
+    tags_of(
+        Hello,
+        RegisterCommand,
+        RegisterTool,
+        Ready,
+        ToolResult,
+        Subscribe,
+        EventInterceptResponse,
+        CommandResponse,
+        Notify,
+        ShutdownAck,
+    ),
+)
+_host_decoder: FrameDecoder[HostFrame] = FrameDecoder(
+    HostFrame, tags_of(HelloAck, CommandInvoked, ToolCall, LifecycleEvent, EventIntercept, Shutdown)
+)
+
+
+def encode(frame: msgspec.Struct) -> bytes:
+    """One frame as a line, newline included."""
+    return _encoder.encode(frame) + b"\n"
+
+
+def encode_event(payload: dict[str, msgspec.Raw], *, id: str | None = None) -> bytes:
+    """An ``event`` frame (or, with ``id``, an ``event_intercept`` frame) as a line.
+
+    Args:
+        payload: the event's fields as the agent sent them, ``event`` included;
+            values are passed through verbatim.
+        id: the correlation id; makes the frame an ``event_intercept``.
+    """
+    head: dict[str, Any] = (
+        {"type": "event"} if id is None else {"type": "event_intercept", "id": id}
+    )
+    head.update(payload)
+    return _encoder.encode(head) + b"\n"
+
+
+def decode_extension_frame(line: bytes) -> ExtensionFrame | UnknownFrame:
+    """Decodes a line an extension wrote. Raises :class:`~.frames.FrameError`."""
+    return _extension_decoder.decode(line)
+
+
+def decode_host_frame(line: bytes) -> HostFrame | UnknownFrame:
+    """Decodes a line the host wrote (for extensions and tests)."""
+    return _host_decoder.decode(line)

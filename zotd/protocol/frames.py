@@ -1,0 +1,100 @@
+"""What both protocols share: classifying frames that fail to decode.
+
+A line that does not decode as a known frame is one of three things, and the
+daemon treats each differently:
+
+* not a JSON object at all: :class:`FrameError` (logged and skipped, or a
+  ``bad_request`` reply);
+* a JSON object whose ``type`` we do not know: :class:`UnknownFrame`, logged
+  and ignored so that newer peers keep working (forward compatibility);
+* a known ``type`` with missing or wrongly typed fields: :class:`FrameError`
+  carrying whatever ``id`` could be read, so a reply that was owed can still
+  be answered (with an error) instead of being lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+
+class FrameError(Exception):
+    """A line that is not a valid frame.
+
+    Attributes:
+        message: what is wrong, for humans.
+        id: the frame's ``id`` if one could be read, else ``None``.
+        type: the frame's ``type`` if one could be read, else ``None``.
+    """
+
+    def __init__(self, message: str, *, id: Any = None, type: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.id = id
+        self.type = type
+
+
+class UnknownFrame(msgspec.Struct, frozen=True):
+    """A JSON object with a ``type`` this version does not know."""
+
+    type: str
+    id: Any = None
+
+
+class _Envelope(msgspec.Struct):
+    type: Any = None
+    id: Any = None
+
+
+_envelope = msgspec.json.Decoder(_Envelope)
+
+
+class FrameDecoder(Generic[T]):
+    """Decodes one line into a frame of a tagged union, classifying failures.
+
+    Args:
+        union: the tagged union of msgspec Structs (tag field ``type``).
+        known: every tag of the union.
+    """
+
+    __slots__ = ("_decoder", "_known")
+
+    def __init__(self, union: Any, known: frozenset[str]) -> None:
+        self._decoder: msgspec.json.Decoder[T] = msgspec.json.Decoder(union)
+        self._known = known
+
+    def decode(self, line: bytes) -> T | UnknownFrame:
+        """Returns the frame, or :class:`UnknownFrame`; raises :class:`FrameError`."""
+        try:
+            return self._decoder.decode(line)
+        except msgspec.ValidationError as exc:
+            # (ValidationError subclasses DecodeError, so it is caught first.)
+            try:
+                env = _envelope.decode(line)
+            except msgspec.DecodeError:
+                raise FrameError("a frame must be a JSON object") from None
+            if not isinstance(env.type, str):
+                raise FrameError("missing or non-string `type`", id=env.id) from None
+            if env.type not in self._known:
+                return UnknownFrame(type=env.type, id=env.id)
+            raise FrameError(f"bad `{env.type}` frame: {exc}", id=env.id, type=env.type) from None
+        except msgspec.DecodeError as exc:
+            raise FrameError(f"invalid JSON: {exc}") from None
+
+
+def tags_of(*classes: type[msgspec.Struct]) -> frozenset[str]:
+    """The ``type`` tags of some tagged Struct classes."""
+    out = set()
+    for cls in classes:
+        tag = cls.__struct_config__.tag
+        assert isinstance(tag, str), f"{cls.__name__} has no string tag"
+        out.add(tag)
+    return frozenset(out)
+
+
+def is_json_object(raw: msgspec.Raw) -> bool:
+    """Whether raw JSON text is an object (cheap: looks at the first byte)."""
+    return bytes(raw).lstrip()[:1] == b"{"

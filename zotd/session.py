@@ -1,0 +1,273 @@
+"""One agent connection on the socket: read requests, run them, write replies.
+
+Each connection has one reader (this task), one writer task fed by a bounded
+channel, and a nursery of in-flight requests, so a client may pipeline many
+requests and get each reply as soon as it is ready. Replies are never
+dropped (a full queue makes the request wait); push frames are dropped, and
+counted, when the client does not keep up, so a slow reader never holds up
+an extension or another client.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from . import AGENT_PROTOCOL_VERSION, __version__
+from .errors import RequestError
+from .protocol import agent as ap
+from .protocol.frames import FrameError, UnknownFrame
+from .protocol.lines import Oversized
+from .streams import CLOSE, read_lines, write_batches
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+    from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+#: Frames that may wait for one client's writer.
+OUTBOX_SIZE = 1024
+
+#: Requests that need no workspace.
+_NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe)
+
+Code = ap.ErrorCode
+
+
+def _wire_id(value: Any) -> ap.Id | None:
+    # Echo an id only if it is one a client could have sent: a string or an int.
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+class ClientSession:
+    """Serves one connection until the client hangs up or the daemon stops.
+
+    Args:
+        daemon: the daemon (workspaces, config, shutdown).
+        stream: the connection.
+        number: a serial number, for logs.
+    """
+
+    def __init__(self, daemon: Daemon, stream: trio.abc.Stream, number: int) -> None:
+        self.daemon = daemon
+        self.number = number
+        self.workspace: Workspace | None = None
+        self.authenticated = False
+        self.subscribed = False
+        self.dropped = 0
+        self.done = trio.Event()
+        self._stream = stream
+        self._out, self._outbox = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        self._read_scope = trio.CancelScope()
+
+    async def run(self) -> None:
+        """Serves the connection; never raises ``Exception``.
+
+        At end of input, requests already in flight still get their replies
+        (a client may half-close after its last request). If the client is
+        gone for good (a write fails), in-flight requests are cancelled.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write, nursery.cancel_scope)
+                async with trio.open_nursery() as requests:
+                    with self._read_scope:
+                        async for line in read_lines(
+                            self._stream, self.daemon.config.max_frame_bytes
+                        ):
+                            await self._on_line(line, requests)
+                await self._send(CLOSE)
+        except Exception:
+            log.exception("client %d: internal error", self.number)
+        finally:
+            if self.workspace is not None:
+                self.workspace.release(self)
+            if self.dropped:
+                log.info(
+                    "client %d: dropped %d push frame(s) it did not read", self.number, self.dropped
+                )
+            with trio.CancelScope(shield=True):
+                await self._stream.aclose()
+            self.done.set()
+
+    def close_soon(self) -> None:
+        """Stops reading requests; in-flight ones finish, then the connection closes."""
+        self._read_scope.cancel()
+
+    def push(self, frame: bytes) -> None:
+        """Queues a push frame, or drops it if the client is not keeping up."""
+        if not self.subscribed:
+            return
+        try:
+            self._out.send_nowait(frame)
+        except trio.WouldBlock:
+            self.dropped += 1
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def _write(self, cancel_all: trio.CancelScope) -> None:
+        try:
+            await write_batches(self._outbox, self._stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            log.debug("client %d: gone; cancelling its requests", self.number)
+            cancel_all.cancel()
+
+    async def _send(self, frame: bytes) -> None:
+        try:
+            await self._out.send(frame)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client is gone; nobody to tell
+
+    # --- requests -----------------------------------------------------------------
+
+    async def _on_line(self, line: bytes | Oversized, requests: trio.Nursery) -> None:
+        if isinstance(line, Oversized):
+            limit = self.daemon.config.max_frame_bytes
+            await self._send(
+                ap.fail(
+                    None,
+                    None,
+                    Code.FRAME_TOO_LARGE,
+                    f"a {line.size}-byte request is over the {limit}-byte limit",
+                )
+            )
+            return
+        if not line.strip():
+            return
+        try:
+            req = ap.decode_request(line)
+        except FrameError as exc:
+            await self._send(ap.fail(_wire_id(exc.id), exc.type, Code.BAD_REQUEST, exc.message))
+            return
+        if isinstance(req, UnknownFrame):
+            await self._send(
+                ap.fail(
+                    _wire_id(req.id),
+                    req.type,
+                    Code.UNKNOWN_COMMAND,
+                    f"unknown request type {req.type!r}",
+                )
+            )
+            return
+        command = type(req).__struct_config__.tag
+        assert isinstance(command, str)
+        if isinstance(req, ap.Hello):
+            await self._send(await self._answer(req, command, line))
+            return
+        error = self._refusal(req)
+        if error is not None:
+            await self._send(ap.fail(req.id, command, *error))
+            return
+        requests.start_soon(self._run_request, req, command, line)
+
+    def _refusal(self, req: ap.Request) -> tuple[str, str] | None:
+        if isinstance(req, ap.Ping):
+            return None
+        if not self.authenticated:
+            return (Code.HELLO_REQUIRED, "send `hello` first")
+        if self.daemon.shutting_down:
+            return (Code.SHUTTING_DOWN, "zotd is shutting down")
+        if self.workspace is None and not isinstance(req, _NO_WORKSPACE):
+            return (
+                Code.BAD_REQUEST,
+                "this connection joined no workspace (hello with attach=false)",
+            )
+        return None
+
+    async def _run_request(self, req: ap.Request, command: str, line: bytes) -> None:
+        await self._send(await self._answer(req, command, line))
+
+    async def _answer(self, req: ap.Request, command: str, line: bytes) -> bytes:
+        try:
+            return ap.ok(req.id, command, await self._dispatch(req, line))
+        except RequestError as exc:
+            return ap.fail(req.id, command, exc.code, exc.message)
+        except Exception as exc:
+            log.exception("client %d: %s failed", self.number, command)
+            return ap.fail(req.id, command, Code.INTERNAL, f"internal error in zotd: {exc!r}")
+
+    async def _dispatch(self, req: ap.Request, line: bytes) -> msgspec.Struct:
+        ws = self.workspace
+        match req:
+            case ap.Hello():
+                return await self._hello(req)
+            case ap.Ping():
+                return ap.PingData()
+            case ap.Status():
+                return self.daemon.status()
+            case ap.Subscribe(notifications=on):
+                self.subscribed = on
+                if ws is not None:
+                    (ws.subscribers.add if on else ws.subscribers.discard)(self)
+                return ap.Empty()
+            case ap.Shutdown():
+                log.info("client %d asked for shutdown", self.number)
+                self.daemon.request_shutdown()
+                return ap.Empty()
+        assert ws is not None
+        match req:
+            case ap.ListExtensions():
+                return ws.list_extensions()
+            case ap.ListCommands():
+                return ws.list_commands()
+            case ap.ListTools():
+                return ws.list_tools()
+            case ap.InvokeCommand(name=name, args=args):
+                return await ws.invoke_command(name, args)
+            case ap.CallTool(name=name, args=args, timeout_s=timeout_s):
+                return await ws.call_tool(name, args, timeout_s)
+            case ap.EmitEvent(event=event):
+                return ws.emit_event(event, ap.event_payload(line))
+            case ap.Intercept(event=event):
+                if event != "tool_call":
+                    raise RequestError(
+                        Code.BAD_REQUEST, f"cannot intercept {event!r}: only tool_call"
+                    )
+                return await ws.intercept(ap.event_payload(line))
+        raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
+
+    async def _hello(self, req: ap.Hello) -> ap.HelloData:
+        daemon = self.daemon
+        if self.authenticated:
+            raise RequestError(Code.BAD_REQUEST, "`hello` was already sent on this connection")
+        token = daemon.config.token
+        if token is not None and req.token != token:
+            raise RequestError(Code.UNAUTHORIZED, "a valid `token` is required")
+        if req.protocol_version != AGENT_PROTOCOL_VERSION:
+            raise RequestError(
+                Code.BAD_REQUEST,
+                f"protocol_version {req.protocol_version} is not supported; "
+                f"this zotd speaks {AGENT_PROTOCOL_VERSION}",
+            )
+        if daemon.shutting_down:
+            raise RequestError(Code.SHUTTING_DOWN, "zotd is shutting down")
+        if not req.attach:
+            self.authenticated = True
+            return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, None, os.getpid())
+        root = _workspace_root(req.cwd, daemon.cwd)
+        self.authenticated = True
+        ws = await daemon.workspace_for(root, provider=req.provider, model=req.model)
+        ws.acquire()
+        self.workspace = ws
+        if self.subscribed:
+            ws.subscribers.add(self)
+        log.info("client %d (%s) joined %s", self.number, req.client or "?", root)
+        await ws.wait_settled()
+        return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, str(root), os.getpid())
+
+
+def _workspace_root(cwd: str | None, default: Path) -> Path:
+    if cwd is None:
+        return default
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise RequestError(Code.BAD_REQUEST, f"`cwd` must be an absolute path, not {cwd!r}")
+    if not path.is_dir():
+        raise RequestError(Code.BAD_REQUEST, f"`cwd` {cwd!r} is not a directory")
+    return Path(os.path.realpath(path))

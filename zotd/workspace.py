@@ -1,0 +1,336 @@
+"""A workspace: the extensions, registry and clients of one project directory.
+
+The first agent ``hello`` naming a directory starts its workspace; its
+extensions start concurrently, one supervisor each, in the workspace's
+nursery. When the last client has gone, the workspace stops after
+``idle_timeout``. Each workspace has its own registry of commands and tools
+and its own subscriptions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+import trio
+
+from . import EXTENSION_PROTOCOL_VERSION, __version__
+from .config import BUILTIN_TOOLS, Config
+from .errors import RequestError
+from .extension import Extension, State
+from .manifest import discover
+from .paths import Paths
+from .process import Spawner
+from .protocol import agent as ap
+from .protocol import extension as ep
+from .protocol.frames import is_json_object
+from .registry import Registry
+
+log = logging.getLogger(__name__)
+
+
+class Subscriber(Protocol):
+    """A client connection that takes push frames."""
+
+    def push(self, frame: bytes) -> None:
+        """Queues an encoded push frame; never blocks."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every workspace of one daemon shares."""
+
+    config: Config
+    paths: Paths
+    explicit: Sequence[Path]
+    spawner: Spawner
+    env: Mapping[str, str]
+
+
+class Workspace:
+    """The extensions of one project directory and the agents using them.
+
+    Args:
+        root: the project directory (a realpath).
+        ctx: the daemon's shared settings.
+        provider: the model provider the first agent named (for ``hello_ack``).
+        model: the model the first agent named (for ``hello_ack``).
+    """
+
+    def __init__(self, root: Path, ctx: Context, *, provider: str = "", model: str = "") -> None:
+        self.root = root
+        self.provider = provider
+        self.model = model
+        self.extensions: dict[str, Extension] = {}
+        self.subscribers: set[Subscriber] = set()
+        self.clients = 0
+        self.stopping = False
+        self._ctx = ctx
+        self._config = ctx.config
+        self.registry = Registry(
+            reserved_commands=ctx.config.reserved_commands, builtin_tools=BUILTIN_TOOLS
+        )
+        #: Set once every extension's supervisor is spawned.
+        self.started = trio.Event()
+        self._stop = trio.Event()
+        self._stop_code = ap.ErrorCode.EXTENSION_FAILED
+        self._clients_changed = trio.Event()
+        self._started_at = 0.0
+        self._env = {**ctx.env, "ZOT_HOME": str(ctx.paths.home)}
+
+    # --- lifetime -----------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Runs the workspace until :meth:`stop_soon` or its idle timeout.
+
+        Reports started once every extension's supervisor is spawned (not
+        yet ready: see :meth:`wait_settled`). Stopping stops every extension
+        in parallel, shielded, within the shutdown deadlines; cancellation
+        kills the extensions' process groups.
+        """
+        self._started_at = trio.current_time()
+        found = discover(
+            workspace=self.root,
+            global_dir=self._ctx.paths.extensions_dir,
+            explicit=self._ctx.explicit,
+        )
+        async with trio.open_nursery() as nursery:
+            for f in found:
+                ext = Extension(
+                    f,
+                    host=self,
+                    config=self._config,
+                    log_path=self._ctx.paths.extension_log(f.name),
+                    spawner=self._ctx.spawner,
+                    env=self._env,
+                )
+                self.extensions[ext.name] = ext
+                nursery.start_soon(ext.run, name=f"extension {ext.name}")
+            nursery.start_soon(self._idle_watch)
+            log.info("workspace %s: %d extension(s)", self.root, len(found))
+            self.started.set()
+            task_status.started()
+            await self._stop.wait()
+            self.stopping = True
+            with trio.CancelScope(shield=True):
+                await self.stop_extensions(self._stop_code)
+            nursery.cancel_scope.cancel()
+        log.info("workspace %s stopped", self.root)
+
+    def stop_soon(self, code: str = ap.ErrorCode.EXTENSION_FAILED) -> None:
+        """Asks :meth:`run` to stop; pending calls fail with ``code``."""
+        self.stopping = True
+        self._stop_code = code
+        self._stop.set()
+
+    async def stop_extensions(self, code: str) -> None:
+        """Stops every extension in parallel (each bounded by the shutdown deadlines)."""
+        async with trio.open_nursery() as nursery:
+            for ext in self.extensions.values():
+                nursery.start_soon(ext.stop, code)
+
+    async def wait_settled(self) -> None:
+        """Waits until every extension is ready or has failed, at most ``ready_grace``
+        after the workspace started."""
+        deadline = self._started_at + self._config.ready_grace
+        with trio.move_on_at(deadline):
+            for ext in list(self.extensions.values()):
+                await ext.settled.wait()
+
+    def acquire(self) -> None:
+        """A client joined."""
+        self.clients += 1
+        self._wake_idle_watch()
+
+    def release(self, subscriber: Subscriber | None = None) -> None:
+        """A client left."""
+        self.clients -= 1
+        if subscriber is not None:
+            self.subscribers.discard(subscriber)
+        self._wake_idle_watch()
+
+    def _wake_idle_watch(self) -> None:
+        self._clients_changed.set()
+        self._clients_changed = trio.Event()
+
+    async def _idle_watch(self) -> None:
+        while True:
+            changed = self._clients_changed
+            if self.clients > 0:
+                await changed.wait()
+                continue
+            with trio.move_on_after(self._config.idle_timeout) as idle:
+                await changed.wait()
+            if idle.cancelled_caught and self.clients == 0:
+                log.info(
+                    "workspace %s: no clients for %g s; stopping",
+                    self.root,
+                    self._config.idle_timeout,
+                )
+                self.stop_soon()
+                return
+
+    # --- Host: what extensions report ---------------------------------------------
+
+    def hello_ack(self) -> ep.HelloAck:
+        return ep.HelloAck(
+            protocol_version=EXTENSION_PROTOCOL_VERSION,
+            zot_version=__version__,
+            provider=self.provider,
+            model=self.model,
+            cwd=str(self.root),
+        )
+
+    def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None:
+        return self.registry.add_command(ext.name, frame.name, frame.description)
+
+    def on_register_tool(self, ext: Extension, frame: ep.RegisterTool) -> str | None:
+        return self.registry.add_tool(ext.name, frame.name, frame.description, frame.schema)
+
+    def on_notify(self, ext: Extension, frame: ep.Notify) -> None:
+        self._push(
+            ap.encode(ap.NotifyPush(extension=ext.name, level=frame.level, message=frame.message))
+        )
+
+    def on_changed(self, ext: Extension) -> None:
+        self._push_state(ext)
+
+    def on_exit(self, ext: Extension) -> None:
+        self.registry.remove(ext.name)
+        self._push_state(ext)
+
+    def _push_state(self, ext: Extension) -> None:
+        if not self.subscribers:
+            return
+        frame = ap.ExtensionStatePush(
+            extension=ext.name,
+            state=ext.state,
+            commands=self.registry.commands_of(ext.name),
+            tools=self.registry.tools_of(ext.name),
+            error=ext.last_error if ext.state == State.FAILED else "",
+        )
+        self._push(ap.encode(frame))
+
+    def _push(self, frame: bytes) -> None:
+        for sub in list(self.subscribers):
+            sub.push(frame)
+
+    # --- requests -----------------------------------------------------------------
+
+    def list_extensions(self) -> ap.ExtensionsData:
+        infos = []
+        for ext in self.extensions.values():
+            commands = [c.name for c in self.registry.commands_of(ext.name)]
+            tools = [t.name for t in self.registry.tools_of(ext.name)]
+            infos.append(ext.info(commands, tools))
+        return ap.ExtensionsData(extensions=infos)
+
+    def list_commands(self) -> ap.CommandsData:
+        return ap.CommandsData(commands=self.registry.command_infos())
+
+    def list_tools(self) -> ap.ToolsData:
+        return ap.ToolsData(tools=self.registry.tool_infos())
+
+    async def invoke_command(self, name: str, args: str) -> ap.InvokeData:
+        """Runs ``/name``; bounded by ``command_timeout``."""
+        name = name.removeprefix("/")
+        cmd = self.registry.commands.get(name)
+        if cmd is None:
+            raise RequestError(ap.ErrorCode.NOT_FOUND, f"no command /{name} in this workspace")
+        ext = self.extensions[cmd.extension]
+        args = args.strip()
+        timeout = self._config.command_timeout
+        with trio.move_on_after(timeout) as scope:
+            reply = await ext.request(
+                lambda rid: ep.encode(ep.CommandInvoked(id=rid, name=name, args=args)),
+                ep.CommandResponse,
+            )
+        if scope.cancelled_caught:
+            raise RequestError(
+                ap.ErrorCode.TIMEOUT, f"/{name} ({ext.name}) did not answer within {timeout:g} s"
+            )
+        action, error = reply.action, reply.error
+        if action not in ep.ACTIONS:
+            error = error or f"extension {ext.name!r} answered with unknown action {action!r}"
+            action = "noop"
+        return ap.InvokeData(
+            extension=ext.name,
+            action=action,
+            prompt=reply.prompt,
+            insert=reply.insert,
+            display=reply.display,
+            error=error,
+        )
+
+    async def call_tool(self, name: str, args: msgspec.Raw, timeout_s: float | None) -> ap.CallData:
+        """Calls a tool; bounded by ``timeout_s`` or ``tool_timeout``."""
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            if name in self.registry.builtin_tools:
+                msg = f"{name!r} is one of zot's built-in tools, not an extension's"
+            else:
+                msg = f"no tool {name!r} in this workspace"
+            raise RequestError(ap.ErrorCode.NOT_FOUND, msg)
+        if not is_json_object(args):
+            raise RequestError(ap.ErrorCode.BAD_REQUEST, "`args` must be a JSON object")
+        if timeout_s is not None and timeout_s <= 0:
+            raise RequestError(ap.ErrorCode.BAD_REQUEST, "`timeout_s` must be positive")
+        ext = self.extensions[tool.extension]
+        timeout = timeout_s if timeout_s is not None else self._config.tool_timeout
+        with trio.move_on_after(timeout) as scope:
+            reply = await ext.request(
+                lambda rid: ep.encode(ep.ToolCall(id=rid, name=name, args=args)), ep.ToolResult
+            )
+        if scope.cancelled_caught:
+            raise RequestError(
+                ap.ErrorCode.TIMEOUT,
+                f"tool {name!r} ({ext.name}) did not answer within {timeout:g} s",
+            )
+        return ap.CallData(extension=ext.name, content=reply.content, is_error=reply.is_error)
+
+    def emit_event(self, event: str, payload: dict[str, msgspec.Raw]) -> ap.EmitData:
+        """Queues the event for every running subscriber; never waits on one."""
+        line = ep.encode_event(payload)
+        delivered = [
+            ext.name
+            for ext in self.extensions.values()
+            if event in ext.events and ext.send_nowait(line)
+        ]
+        return ap.EmitData(delivered=delivered)
+
+    async def intercept(self, payload: dict[str, msgspec.Raw]) -> ap.InterceptData:
+        """Asks every intercepting extension at once; the first block wins.
+
+        The whole decision is bounded by ``intercept_timeout``; a guard that
+        has not answered by then, or that fails, counts as allow (reference,
+        "event_intercept_response").
+        """
+        guards = [e for e in self.extensions.values() if "tool_call" in e.intercepts and e.running]
+        verdict = ap.InterceptData(block=False)
+
+        async def ask(ext: Extension, cancel: trio.CancelScope) -> None:
+            nonlocal verdict
+            try:
+                reply = await ext.request(
+                    lambda rid: ep.encode_event(payload, id=rid), ep.EventInterceptResponse
+                )
+            except RequestError as exc:
+                log.info("intercept: %s counts as allow: %s", ext.name, exc.message)
+                return
+            if reply.block and not verdict.block:
+                reason = reply.reason or f"blocked by extension {ext.name!r}"
+                verdict = ap.InterceptData(block=True, reason=reason, extension=ext.name)
+                cancel.cancel()
+
+        with trio.move_on_after(self._config.intercept_timeout) as scope:
+            async with trio.open_nursery() as nursery:
+                for ext in guards:
+                    nursery.start_soon(ask, ext, nursery.cancel_scope)
+        if scope.cancelled_caught and not verdict.block:
+            log.info("intercept: guards silent for %g s; allowing", self._config.intercept_timeout)
+        return verdict
