@@ -1,0 +1,81 @@
+"""What both CLIs share: finding the socket and config, calling the daemon, printing."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+from cyclopts import Parameter
+
+from ..config import Config, ConfigError, load_config
+from ..paths import Paths
+
+
+@Parameter(name="*")
+@dataclass
+class Where:
+    """Options that say which daemon to talk to."""
+
+    socket: Path | None = None
+    """The daemon's socket [default: $ZOTD_SOCKET, else zotd.sock in the user runtime dir]."""
+
+    config: Path | None = None
+    """The config file [default: $ZOTD_CONFIG, else zotd.toml in the user config dir]."""
+
+
+def settings(where: Where | None) -> tuple[Paths, Config]:
+    """Resolves the paths and reads the config; exits with a message if it is bad.
+
+    The socket is ``--socket``, else ``$ZOTD_SOCKET``, else ``socket`` in the
+    config, else the default.
+    """
+    where = where or Where()
+    paths = Paths.from_env(config_file=where.config)
+    try:
+        config = load_config(paths.config_file)
+    except ConfigError as exc:
+        die(f"bad config: {exc}", code=2)
+    socket = where.socket or os.environ.get("ZOTD_SOCKET") or config.socket
+    if socket:
+        paths = Paths(
+            home=paths.home, socket=Path(socket).absolute(), config_file=paths.config_file
+        )
+    return paths, config
+
+
+def die(message: str, code: int = 1) -> Any:
+    """Prints ``message`` to stderr and exits."""
+    print(message, file=sys.stderr)
+    raise SystemExit(code)
+
+
+def run_async(fn: Callable[[], Awaitable[int]]) -> int:
+    """Runs a coroutine function under trio (through anyio); Ctrl+C exits 130."""
+    try:
+        return anyio.run(fn, backend="trio")
+    except KeyboardInterrupt:
+        return 130
+
+
+def print_json(value: Any) -> None:
+    """Prints a value (Structs included) as one line of JSON."""
+    print(msgspec.json.encode(value).decode())
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) -> str:
+    """Left-aligned columns separated by two spaces (the last one not padded)."""
+    all_rows = [list(header)] + [list(r) for r in rows] if header else [list(r) for r in rows]
+    if not all_rows:
+        return ""
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(all_rows[0]) - 1)]
+    lines = []
+    for r in all_rows:
+        cells = [c.ljust(w) for c, w in zip(r, widths, strict=False)] + [r[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)

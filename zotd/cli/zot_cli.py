@@ -1,0 +1,223 @@
+"""``zot``: what agents and operators ask of a running zotd.
+
+``zot commands``, ``zot tools``, ``zot run /NAME [ARGS]``, ``zot call TOOL
+'{json}'``, ``zot events``. Each prints readable text, or JSON with ``--json``.
+They talk to the daemon only through :mod:`zotd.client`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from cyclopts import App, Parameter
+
+from .. import __version__
+from ..client import Client, ZotdError, connect
+from ..protocol import agent as ap
+from ..protocol.extension import ImageBlock, TextBlock
+from .common import Where, die, print_json, run_async, settings, table
+
+app = App(
+    name="zot",
+    help="Talk to zotd: run extension commands, call tools, follow events.",
+    version=__version__,
+)
+
+
+@Parameter(name="*")
+@dataclass
+class Options:
+    """Options every zot command takes."""
+
+    json: bool = False
+    """Print JSON instead of text."""
+
+    cwd: Path | None = None
+    """The project directory (workspace) [default: the current directory]."""
+
+    token: str | None = None
+    """The daemon's token, if it has one [default: $ZOTD_TOKEN]."""
+
+
+@asynccontextmanager
+async def _session(opts: Options, where: Where | None) -> AsyncIterator[Client]:
+    paths, _ = settings(where)
+    async with connect(
+        paths.socket,
+        cwd=opts.cwd or Path(os.getcwd()),
+        client=f"zot/{__version__}",
+        token=opts.token,
+    ) as zot:
+        yield zot
+
+
+def _run(opts: Options, where: Where | None, body: Callable[[Client], Awaitable[int]]) -> int:
+    async def go() -> int:
+        try:
+            async with _session(opts, where) as zot:
+                return await body(zot)
+        except ZotdError as exc:
+            die(f"zot: {exc.message}", code=1)
+            return 1
+
+    return run_async(go)
+
+
+@app.command
+def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
+    """List the slash commands of the workspace's extensions."""
+    o = opts or Options()
+
+    async def body(zot: Client) -> int:
+        found = await zot.list_commands()
+        if o.json:
+            print_json(found)
+        elif not found:
+            print("no commands (no extension registered one; see `zot ext list`)")
+        else:
+            print(table([(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
+        return 0
+
+    return _run(o, where, body)
+
+
+@app.command
+def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
+    """List the tools the workspace's extensions offer the model."""
+    o = opts or Options()
+
+    async def body(zot: Client) -> int:
+        found = await zot.list_tools()
+        if o.json:
+            print_json(found)
+        elif not found:
+            print("no tools (no extension registered one)")
+        else:
+            print(table([(t.name, t.description, f"({t.extension})") for t in found]))
+        return 0
+
+    return _run(o, where, body)
+
+
+@app.command
+def run(name: str, *args: str, opts: Options | None = None, where: Where | None = None) -> int:
+    """Run a slash command, as a user typing /NAME ARGS would.
+
+    Prints what the extension answered: the prompt the agent would submit, the
+    text to insert or to display. Exits 1 if the extension reported an error.
+
+    Args:
+        name: The command, with or without its slash (/hellopy or hellopy).
+        args: Everything after the command name.
+    """
+    o = opts or Options()
+
+    async def body(zot: Client) -> int:
+        res = await zot.invoke_command(name, " ".join(args))
+        if o.json:
+            print_json(res)
+        else:
+            if res.action == "prompt":
+                print(f"[{res.extension}] prompt: {res.prompt}")
+            elif res.action == "insert":
+                print(f"[{res.extension}] insert: {res.insert}")
+            elif res.action == "display":
+                print(res.display)
+            if res.error:
+                print(f"[{res.extension}] error: {res.error}", file=sys.stderr)
+        return 1 if res.error else 0
+
+    return _run(o, where, body)
+
+
+@app.command
+def call(
+    tool: str,
+    args: str = "{}",
+    *,
+    timeout: float | None = None,
+    opts: Options | None = None,
+    where: Where | None = None,
+) -> int:
+    """Call a tool as the model would, with a JSON object of arguments.
+
+    Prints the text the tool returned (images as a one-line summary). Exits 1
+    if the tool reported an error.
+
+    Args:
+        tool: The tool's name.
+        args: Its arguments, a JSON object, e.g. '{"city": "Berlin"}'.
+        timeout: Seconds to wait for the result [default: the daemon's tool_timeout].
+    """
+    o = opts or Options()
+    try:
+        parsed = msgspec.json.decode(args)
+    except msgspec.DecodeError as exc:
+        die(f"zot: ARGS is not valid JSON: {exc}", code=2)
+    if not isinstance(parsed, dict):
+        die('zot: ARGS must be a JSON object, like \'{"city": "Berlin"}\'', code=2)
+
+    async def body(zot: Client) -> int:
+        res = await zot.call_tool(tool, parsed, timeout_s=timeout)
+        if o.json:
+            print_json(res)
+        else:
+            out = sys.stderr if res.is_error else sys.stdout
+            for block in res.content:
+                print(_describe_block(block), file=out)
+        return 1 if res.is_error else 0
+
+    return _run(o, where, body)
+
+
+def _describe_block(block: Any) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ImageBlock):
+        try:
+            size = f"{len(base64.b64decode(block.data, validate=True))} bytes"
+        except (binascii.Error, ValueError):
+            size = "invalid base64"
+        return f"[image {block.mime_type}, {size}]"
+    return str(block)
+
+
+@app.command
+def events(*, opts: Options | None = None, where: Where | None = None) -> int:
+    """Follow the extensions' notifications and state changes until Ctrl+C."""
+    o = opts or Options()
+
+    async def body(zot: Client) -> int:
+        await zot.subscribe()
+        if not o.json:
+            print("following notifications (Ctrl+C to stop)", file=sys.stderr)
+        async for frame in zot.notifications():
+            if o.json:
+                print_json(frame)
+            elif isinstance(frame, ap.NotifyPush):
+                print(f"[{frame.extension}] {frame.level}: {frame.message}")
+            else:
+                names = [f"/{c.name}" for c in frame.commands] + [t.name for t in frame.tools]
+                detail = f" ({frame.error})" if frame.error else ""
+                print(
+                    f"[{frame.extension}] {frame.state}{detail}: {' '.join(names) or 'nothing registered'}"
+                )
+            sys.stdout.flush()
+        print("zotd closed the connection", file=sys.stderr)
+        return 1
+
+    return _run(o, where, body)
+
+
+def main() -> None:
+    """Entry point of the ``zot`` command."""
+    app()

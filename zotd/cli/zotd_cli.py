@@ -1,0 +1,203 @@
+"""``zotd``: run the daemon (foreground, or ``start`` in the background), stop it, show it."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import trio
+from cyclopts import App, Parameter
+
+from .. import __version__
+from ..client import NotRunning, ZotdError, connect
+from ..daemon import Daemon
+from ..extension import tail
+from ..listener import AlreadyRunning, SocketError
+from ..paths import Paths
+from .common import Where, die, print_json, run_async, settings
+
+app = App(
+    name="zotd",
+    help="The zot extension host: runs extensions and serves agents on a Unix socket.",
+    version=__version__,
+)
+
+Ext = Annotated[list[Path] | None, Parameter(name=["--ext", "-e"], negative=())]
+
+#: How long ``zotd start`` waits for the socket to answer.
+START_TIMEOUT = 15.0
+
+
+def _check_ext(ext: list[Path] | None) -> list[Path]:
+    dirs = [p.absolute() for p in ext or []]
+    for d in dirs:
+        if not d.is_dir():
+            die(f"zotd: --ext {d}: not a directory")
+    return dirs
+
+
+@app.default
+def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None = None) -> int:
+    """Run the daemon in the foreground until SIGTERM or Ctrl+C.
+
+    Args:
+        ext: An extension directory to load for this run only (repeatable);
+            it wins over an installed extension of the same name.
+        log_level: debug, info, warning or error [default: from the config, else info].
+    """
+    paths, config = settings(where)
+    dirs = _check_ext(ext)
+    level = (log_level or config.log_level).upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        die(f"zotd: --log-level must be debug, info, warning or error, not {log_level!r}", code=2)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    daemon = Daemon(config, paths, explicit=dirs)
+    try:
+        trio.run(functools.partial(daemon.run, handle_signals=True))
+    except AlreadyRunning as exc:
+        die(f"zotd: {exc}")
+    except SocketError as exc:
+        die(f"zotd: {exc}")
+    return 0
+
+
+async def _status(paths: Paths) -> tuple[int, str] | None:
+    try:
+        async with connect(paths.socket, attach=False, client="zotd-cli") as zot:
+            st = await zot.status()
+            return st.pid, st.zotd_version
+    except NotRunning:
+        return None
+
+
+async def _answers(paths: Paths) -> bool:
+    try:
+        return await _status(paths) is not None
+    except ZotdError:
+        return True  # it answers, if only to say it is shutting down
+
+
+@app.command
+def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None = None) -> int:
+    """Start the daemon in the background; return once it answers.
+
+    Its output goes to $ZOT_HOME/logs/zotd.log.
+
+    Args:
+        ext: An extension directory to load for this run only (repeatable).
+        log_level: debug, info, warning or error.
+    """
+    paths, _ = settings(where)
+    dirs = _check_ext(ext)
+    running = run_async(functools.partial(_status_code, paths))
+    if running == 0:
+        return 0
+    argv = [sys.executable, "-m", "zotd", "--socket", str(paths.socket)]
+    if where and where.config:
+        argv += ["--config", str(where.config)]
+    for d in dirs:
+        argv += ["--ext", str(d)]
+    if log_level:
+        argv += ["--log-level", log_level]
+    paths.logs_dir.mkdir(parents=True, exist_ok=True)
+    with paths.daemon_log.open("ab") as log_file:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            lines = "\n".join("  " + line for line in tail(paths.daemon_log, 5))
+            die(f"zotd: the daemon exited with code {proc.returncode}:\n{lines}")
+        found = anyio.run(_status, paths, backend="trio")
+        if found is not None:
+            print(f"zotd started: pid {found[0]}, socket {paths.socket}, log {paths.daemon_log}")
+            return 0
+        time.sleep(0.05)
+    die(
+        f"zotd: started pid {proc.pid} but it did not answer within {START_TIMEOUT:g} s; see {paths.daemon_log}"
+    )
+    return 1
+
+
+async def _status_code(paths: Paths) -> int:
+    found = await _status(paths)
+    if found is None:
+        return 1
+    print(f"zotd is already running: pid {found[0]}, socket {paths.socket}")
+    return 0
+
+
+@app.command
+def stop(*, where: Where | None = None) -> int:
+    """Stop the daemon gracefully (its extensions get their shutdown)."""
+    paths, _ = settings(where)
+
+    async def go() -> int:
+        try:
+            async with connect(paths.socket, attach=False, client="zotd-cli") as zot:
+                pid = (await zot.status()).pid
+                await zot.shutdown()
+        except NotRunning:
+            print("zotd is not running")
+            return 0
+        except ZotdError as exc:
+            die(f"zotd: {exc}")
+        with anyio.move_on_after(10):
+            # Polling is the point: nothing else tells us the socket is gone.
+            while await _answers(paths):  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+            print(f"zotd stopped (pid {pid})")
+            return 0
+        die(f"zotd: pid {pid} is still answering after 10 s")
+        return 1
+
+    return run_async(go)
+
+
+@app.command
+def status(*, json: bool = False, where: Where | None = None) -> int:
+    """Show whether the daemon runs, and its workspaces. Exits 1 if it does not run.
+
+    Args:
+        json: Print the status as JSON.
+    """
+    paths, _ = settings(where)
+
+    async def go() -> int:
+        try:
+            async with connect(paths.socket, attach=False, client="zotd-cli") as zot:
+                st = await zot.status()
+        except NotRunning:
+            print(f"zotd is not running (socket {paths.socket})")
+            return 1
+        except ZotdError as exc:
+            die(f"zotd: {exc}")
+        if json:
+            print_json(st)
+            return 0
+        print(
+            f"zotd {st.zotd_version} running: pid {st.pid}, socket {st.socket}, up {st.uptime_s:.0f} s"
+        )
+        if not st.workspaces:
+            print("no workspaces (none until an agent says hello)")
+        for ws in st.workspaces:
+            print(
+                f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, {ws.clients} client(s)"
+            )
+        return 0
+
+    return run_async(go)
+
+
+def main() -> None:
+    """Entry point of the ``zotd`` command."""
+    app()

@@ -1,0 +1,297 @@
+"""The client library: talk to zotd from any asyncio or trio program (via anyio).
+
+Example::
+
+    async with zotd.client.connect(cwd="/path/to/project", client="my-agent/1.0") as zot:
+        tools = await zot.list_tools()
+        result = await zot.call_tool("weather", {"city": "Berlin"})
+
+Every method sends one request and returns the typed ``data`` of its reply;
+a failed reply raises :class:`ZotdError` with the protocol's error ``code``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.abc
+import msgspec
+
+from . import AGENT_PROTOCOL_VERSION
+from .paths import Paths
+from .protocol import agent as ap
+from .protocol.lines import LineSplitter, Oversized
+
+T = TypeVar("T")
+
+#: Push frames buffered for :meth:`Client.notifications` before new ones are dropped.
+PUSH_BUFFER = 1024
+
+
+class ZotdError(Exception):
+    """A request failed. ``code`` is an :class:`~zotd.protocol.agent.ErrorCode` value,
+    or ``not_running`` / ``connection_lost`` for failures of the connection itself."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+
+
+class NotRunning(ZotdError):
+    """No daemon answers on the socket."""
+
+    def __init__(self, socket: Path) -> None:
+        super().__init__(
+            "not_running",
+            f"zotd is not running (nothing answers on {socket}); start it with `zotd start`",
+        )
+
+
+class Client:
+    """One connection to zotd. Use :func:`connect` to make one."""
+
+    def __init__(
+        self, stream: anyio.abc.ByteStream, *, max_frame_bytes: int = 16 * 1024 * 1024
+    ) -> None:
+        self._stream = stream
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[anyio.Event, list[ap.Response]]] = {}
+        self._write_lock = anyio.Lock()
+        self._push_send, self._push_recv = anyio.create_memory_object_stream[ap.Push](PUSH_BUFFER)
+        self._max = max_frame_bytes
+        self._lost: str | None = None
+        #: Push frames dropped because nobody read :meth:`notifications`.
+        self.dropped = 0
+        #: The reply to ``hello``, once sent.
+        self.hello_data: ap.HelloData | None = None
+
+    async def _read_loop(self) -> None:
+        splitter = LineSplitter(self._max)
+        try:
+            while True:
+                try:
+                    chunk = await self._stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    break
+                for line in splitter.feed(chunk):
+                    if not isinstance(line, Oversized):
+                        self._on_line(line)
+        finally:
+            self._lost = self._lost or "the connection to zotd was closed"
+            for event, _ in self._pending.values():
+                event.set()
+            self._push_send.close()
+
+    def _on_line(self, line: bytes) -> None:
+        try:
+            frame = ap.decode_server_frame(line)
+        except msgspec.DecodeError:
+            return  # a newer daemon's frame we cannot read
+        if isinstance(frame, ap.Response):
+            slot = self._pending.get(frame.id) if isinstance(frame.id, int) else None
+            if slot is not None:
+                slot[1].append(frame)
+                slot[0].set()
+            return
+        try:
+            self._push_send.send_nowait(frame)
+        except anyio.WouldBlock:
+            self.dropped += 1
+
+    async def request(self, type: str, **fields: Any) -> Any:
+        """Sends any request and returns its reply's ``data`` (decoded JSON).
+
+        Raises:
+            ZotdError: the daemon answered with an error, or the connection was lost.
+        """
+        if self._lost is not None:
+            raise ZotdError("connection_lost", self._lost)
+        rid = next(self._ids)
+        event = anyio.Event()
+        box: list[ap.Response] = []
+        self._pending[rid] = (event, box)
+        try:
+            line = msgspec.json.encode({"id": rid, "type": type, **fields}) + b"\n"
+            async with self._write_lock:
+                try:
+                    await self._stream.send(line)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    raise ZotdError("connection_lost", f"cannot send to zotd: {exc}") from None
+            await event.wait()
+        finally:
+            self._pending.pop(rid, None)
+        if not box:
+            raise ZotdError("connection_lost", self._lost or "no reply")
+        reply = box[0]
+        if not reply.success:
+            error = reply.error or ap.ErrorBody("internal", "failed without an error")
+            raise ZotdError(error.code, error.message)
+        return reply.data
+
+    async def _typed(self, cls: type[T], type: str, **fields: Any) -> T:
+        return msgspec.convert(await self.request(type, **fields), cls)
+
+    # --- one method per request ---------------------------------------------------
+
+    async def hello(
+        self,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        provider: str = "",
+        model: str = "",
+        client: str = "",
+        token: str | None = None,
+        attach: bool = True,
+    ) -> ap.HelloData:
+        """Joins the workspace of ``cwd`` (the daemon's own if ``None``).
+
+        Returns once its extensions are ready (or their ready grace passed).
+        """
+        fields: dict[str, Any] = {
+            "protocol_version": AGENT_PROTOCOL_VERSION,
+            "provider": provider,
+            "model": model,
+            "client": client,
+            "attach": attach,
+        }
+        if cwd is not None:
+            fields["cwd"] = _absolute(cwd)
+        if token is not None:
+            fields["token"] = token
+        self.hello_data = await self._typed(ap.HelloData, "hello", **fields)
+        return self.hello_data
+
+    async def ping(self) -> bool:
+        """Whether the daemon answers."""
+        return (await self._typed(ap.PingData, "ping")).pong
+
+    async def status(self) -> ap.StatusData:
+        """The daemon's pid, version, socket and workspaces."""
+        return await self._typed(ap.StatusData, "status")
+
+    async def list_extensions(self) -> list[ap.ExtensionInfo]:
+        """The workspace's extensions with their live state."""
+        return (await self._typed(ap.ExtensionsData, "list_extensions")).extensions
+
+    async def list_commands(self) -> list[ap.CommandInfo]:
+        """The workspace's slash commands."""
+        return (await self._typed(ap.CommandsData, "list_commands")).commands
+
+    async def list_tools(self) -> list[ap.ToolInfo]:
+        """The workspace's tools."""
+        return (await self._typed(ap.ToolsData, "list_tools")).tools
+
+    async def invoke_command(self, name: str, args: str = "") -> ap.InvokeData:
+        """Runs a slash command (``name`` with or without the ``/``)."""
+        return await self._typed(
+            ap.InvokeData, "invoke_command", name=name.removeprefix("/"), args=args
+        )
+
+    async def call_tool(
+        self, name: str, args: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
+    ) -> ap.CallData:
+        """Calls a tool with a JSON object of arguments."""
+        fields: dict[str, Any] = {"name": name, "args": dict(args or {})}
+        if timeout_s is not None:
+            fields["timeout_s"] = timeout_s
+        return await self._typed(ap.CallData, "call_tool", **fields)
+
+    async def emit_event(self, event: str, **payload: Any) -> list[str]:
+        """Sends a lifecycle event; returns the extensions it was queued for."""
+        return (await self._typed(ap.EmitData, "emit_event", event=event, **payload)).delivered
+
+    async def intercept(
+        self, tool_name: str, tool_args: Mapping[str, Any] | None = None, *, tool_id: str = ""
+    ) -> ap.InterceptData:
+        """Asks the guards whether a tool call may run."""
+        return await self._typed(
+            ap.InterceptData,
+            "intercept",
+            event="tool_call",
+            tool_id=tool_id,
+            tool_name=tool_name,
+            tool_args=dict(tool_args or {}),
+        )
+
+    async def subscribe(self, notifications: bool = True) -> None:
+        """Turns push frames on (see :meth:`notifications`)."""
+        await self.request("subscribe", notifications=notifications)
+
+    async def shutdown(self) -> None:
+        """Asks the daemon to stop gracefully."""
+        await self.request("shutdown")
+
+    async def notifications(self) -> AsyncIterator[ap.Push]:
+        """Push frames (``notify``, ``extension_state``) until the connection closes.
+
+        Call :meth:`subscribe` first.
+        """
+        async for frame in self._push_recv:
+            yield frame
+
+
+def _absolute(path: str | os.PathLike[str]) -> str:
+    # Pure string work (joins with the cwd); no file system access.
+    return os.path.abspath(path)
+
+
+@asynccontextmanager
+async def connect(
+    socket: str | os.PathLike[str] | None = None,
+    *,
+    hello: bool = True,
+    cwd: str | os.PathLike[str] | None = None,
+    provider: str = "",
+    model: str = "",
+    client: str = "zotd.client",
+    token: str | None = None,
+    attach: bool = True,
+) -> AsyncIterator[Client]:
+    """Connects to zotd (and says ``hello`` unless ``hello=False``).
+
+    Args:
+        socket: the socket path (default: ``$ZOTD_SOCKET``, else the user runtime dir).
+        hello: send ``hello`` right away with the fields below.
+        cwd: the project directory (default: this process's cwd).
+        token: needed only if the daemon was configured with one
+            (default: ``$ZOTD_TOKEN``).
+
+    Raises:
+        NotRunning: nothing answers on the socket.
+        ZotdError: ``hello`` failed.
+    """
+    path = Path(socket) if socket is not None else Paths.from_env().socket
+    try:
+        stream = await anyio.connect_unix(path)
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise NotRunning(path) from None
+    try:
+        async with stream, anyio.create_task_group() as tg:
+            zot = Client(stream)
+            tg.start_soon(zot._read_loop)
+            try:
+                if hello:
+                    await zot.hello(
+                        cwd=cwd if cwd is not None else os.getcwd(),
+                        provider=provider,
+                        model=model,
+                        client=client,
+                        token=token if token is not None else os.environ.get("ZOTD_TOKEN"),
+                        attach=attach,
+                    )
+                yield zot
+            finally:
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The reader task never raises, so a group holds the caller's own
+        # exception: hand it back as itself.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
