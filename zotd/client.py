@@ -228,13 +228,12 @@ class Client:
         """Asks the daemon to stop gracefully."""
         await self.request("shutdown")
 
-    async def notifications(self) -> AsyncIterator[ap.Push]:
+    def notifications(self) -> AsyncIterator[ap.Push]:
         """Push frames (``notify``, ``extension_state``) until the connection closes.
 
-        Call :meth:`subscribe` first.
+        Call :meth:`subscribe` first. Iterate it with ``async for``.
         """
-        async for frame in self._push_recv:
-            yield frame
+        return self._push_recv
 
 
 def _absolute(path: str | os.PathLike[str]) -> str:
@@ -289,6 +288,8 @@ async def connect(
                 yield zot
             finally:
                 tg.cancel_scope.cancel()
+                zot._push_send.close()
+                zot._push_recv.close()
     except BaseExceptionGroup as group:
         # The reader task never raises, so a group holds the caller's own
         # exception: hand it back as itself.

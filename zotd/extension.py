@@ -365,6 +365,8 @@ class Extension:
     # --- routing ----------------------------------------------------------------
 
     def _on_line(self, line: bytes) -> None:
+        if self._refused:
+            return  # it is being killed; nothing it says counts
         try:
             frame = ep.decode_extension_frame(line)
         except FrameError as exc:

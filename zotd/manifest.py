@@ -142,8 +142,11 @@ def resolve_exec(manifest: Manifest, directory: Path, path_env: str | None = Non
     return str(candidate.absolute())
 
 
-def load(directory: Path, scope: str) -> Found:
-    """Reads one extension directory into a :class:`Found` (never raises)."""
+def load(directory: Path, scope: str, path_env: str | None = None) -> Found:
+    """Reads one extension directory into a :class:`Found` (never raises).
+
+    ``path_env`` is the ``PATH`` a bare ``exec`` is looked up on (default: ours).
+    """
     directory = directory.absolute()
     try:
         manifest = read_manifest(directory)
@@ -151,7 +154,7 @@ def load(directory: Path, scope: str) -> Found:
         return Found(name=directory.name, dir=directory, scope=scope, error=str(exc))
     found = Found(name=manifest.name, dir=directory, scope=scope, manifest=manifest)
     try:
-        found.argv = [resolve_exec(manifest, directory), *manifest.args]
+        found.argv = [resolve_exec(manifest, directory, path_env), *manifest.args]
     except ManifestError as exc:
         found.error = str(exc)
     return found
@@ -177,12 +180,14 @@ def discover(
     workspace: Path | None,
     global_dir: Path,
     explicit: Sequence[Path] = (),
+    path_env: str | None = None,
 ) -> list[Found]:
     """Every extension a workspace sees, one per name, highest precedence first.
 
     Order (which is also registration order): explicit, then project-local,
     then global, by directory name within each. A name already taken by a
-    higher-precedence scope hides the lower one.
+    higher-precedence scope hides the lower one. ``path_env`` is the ``PATH``
+    the extensions will run with, for a bare ``exec``.
     """
     sources: list[tuple[str, Iterable[Path]]] = [(Scope.EXPLICIT, explicit)]
     if workspace is not None:
@@ -191,7 +196,7 @@ def discover(
     out: dict[str, Found] = {}
     for scope, dirs in sources:
         for directory in dirs:
-            found = load(Path(directory), scope)
+            found = load(Path(directory), scope, path_env)
             kept = out.get(found.name)
             if kept is None:
                 out[found.name] = found

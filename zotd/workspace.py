@@ -98,6 +98,7 @@ class Workspace:
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
             explicit=self._ctx.explicit,
+            path_env=self._env.get("PATH", ""),
         )
         async with trio.open_nursery() as nursery:
             for f in found:

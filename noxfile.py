@@ -1,0 +1,32 @@
+"""Developer tasks. `nox` runs tests, lint and typecheck, as CI does."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = None  # the interpreter nox runs under (3.11+)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run the test suite (real subprocess extensions, a real socket)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """Check style and formatting with ruff."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """Type-check with mypy (strict on zotd/)."""
+    session.install("-e", ".[typecheck]", "nox")
+    session.run("mypy")

@@ -1,0 +1,125 @@
+"""Shared fixtures: short temporary paths, extension directories, an in-process daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from zotd.config import Config
+from zotd.daemon import Daemon
+from zotd.paths import Paths
+
+EXTENSIONS = Path(__file__).parent / "extensions"
+FAKE = EXTENSIONS / "fake.py"
+QUICKSTART = EXTENSIONS / "quickstart.py"
+
+#: Real-clock tests use short deadlines so that waiting for one costs little.
+FAST = Config(
+    ready_idle=0.1,
+    ready_grace=3.0,
+    hello_timeout=5.0,
+    shutdown_timeout=1.0,
+    kill_timeout=0.5,
+    intercept_timeout=1.0,
+    tool_timeout=10.0,
+    command_timeout=10.0,
+)
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temporary directory with a short path (Unix socket paths are limited)."""
+    path = Path(os.path.realpath(tempfile.mkdtemp(prefix="zt", dir="/tmp")))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def paths(short_tmp: Path) -> Paths:
+    """The daemon's paths, all under ``short_tmp``."""
+    return Paths(
+        home=short_tmp / "home",
+        socket=short_tmp / "run" / "zotd.sock",
+        config_file=short_tmp / "zotd.toml",
+    )
+
+
+@pytest.fixture
+def project(short_tmp: Path) -> Path:
+    """A project directory (a workspace root)."""
+    path = short_tmp / "proj"
+    path.mkdir()
+    return path
+
+
+def add_extension(
+    root: Path,
+    name: str,
+    *fake_args: str,
+    manifest: dict[str, Any] | None = None,
+    script: Path = FAKE,
+) -> Path:
+    """Writes ``root/name/extension.json`` running ``tests/extensions/fake.py --name name ...``.
+
+    ``manifest`` entries override or add manifest fields.
+    """
+    directory = root / name
+    directory.mkdir(parents=True)
+    fields: dict[str, Any] = {
+        "name": name,
+        "version": "0.0.1",
+        "exec": sys.executable,
+        "args": [str(script), "--name", name, *fake_args],
+    }
+    fields.update(manifest or {})
+    (directory / "extension.json").write_text(json.dumps(fields))
+    return directory
+
+
+StartDaemon = Callable[..., Awaitable[Daemon]]
+
+
+@pytest.fixture
+async def start_daemon(paths: Paths, project: Path) -> AsyncIterator[StartDaemon]:
+    """Starts in-process daemons (real clock, real socket); stops them gracefully after."""
+    daemons: list[tuple[Daemon, trio.Event]] = []
+
+    async with trio.open_nursery() as nursery:
+
+        async def start(config: Config = FAST, **kwargs: Any) -> Daemon:
+            daemon = Daemon(config, paths, cwd=project, **kwargs)
+            done = trio.Event()
+
+            async def run(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+                try:
+                    await daemon.run(task_status=task_status)
+                finally:
+                    done.set()
+
+            await nursery.start(run)
+            daemons.append((daemon, done))
+            return daemon
+
+        yield start
+        for daemon, done in daemons:
+            daemon.request_shutdown()
+            with trio.fail_after(10):
+                await done.wait()
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1][0] != "Z"
+    except FileNotFoundError:
+        return False

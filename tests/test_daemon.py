@@ -1,0 +1,472 @@
+"""The daemon end to end: real extension processes, a real socket, the client library."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.conftest import FAKE, QUICKSTART, StartDaemon, add_extension, pid_alive
+from zotd.client import ZotdError, connect
+from zotd.paths import Paths
+from zotd.protocol.agent import ExtensionStatePush, NotifyPush
+from zotd.protocol.extension import ImageBlock, TextBlock
+
+
+def quickstart_dir(root: Path) -> Path:
+    """The reference's quick start, installed as $ZOT_HOME/extensions/hello-py/."""
+    directory = root / "hello-py"
+    directory.mkdir(parents=True)
+    shutil.copy(QUICKSTART, directory / "hello.py")
+    (directory / "extension.json").write_text(
+        json.dumps(
+            {
+                "name": "hello-py",
+                "version": "1.0.0",
+                "exec": "./hello.py",
+                "language": "python",
+                "enabled": True,
+            }
+        )
+    )
+    return directory
+
+
+async def test_quickstart_extension_answers_hellopy(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    quickstart_dir(paths.extensions_dir)
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert [c.name for c in await zot.list_commands()] == ["hellopy"]
+        res = await zot.invoke_command("/hellopy")
+    assert res.extension == "hello-py"
+    assert res.action == "prompt"
+    assert res.prompt == "Greet me very briefly. Add one emoji."
+    # It never sends `ready`: the daemon says so in its log and goes on.
+    assert "no `ready` frame" in paths.extension_log("hello-py").read_text()
+
+
+async def test_hello_reply_waits_for_ready(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "a", "--tools", "echo")
+    add_extension(paths.extensions_dir, "b", "--commands", "hi", "--no-ready")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert zot.hello_data is not None
+        assert zot.hello_data.workspace == str(project)
+        assert [t.name for t in await zot.list_tools()] == ["echo"]
+        assert [c.name for c in await zot.list_commands()] == ["hi"]
+        states = {e.name: e.state for e in await zot.list_extensions()}
+    assert states == {"a": "ready", "b": "ready"}
+
+
+async def test_hello_ack_carries_workspace_facts(
+    start_daemon: StartDaemon, paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    log = short_tmp / "events.jsonl"
+    add_extension(paths.extensions_dir, "obs", "--events", "turn_start", "--events-log", str(log))
+    await start_daemon()
+    async with connect(paths.socket, cwd=project, provider="anthropic", model="opus") as zot:
+        await zot.ping()
+    ack = json.loads(log.read_text().splitlines()[0])
+    assert ack == {
+        "type": "hello_ack",
+        "protocol_version": 1,
+        "zot_version": ack["zot_version"],
+        "provider": "anthropic",
+        "model": "opus",
+        "cwd": str(project),
+    }
+
+
+async def test_command_actions(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    add_extension(paths.extensions_dir, "cmds", "--commands", "go,show,put,nothing,oops")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        go = await zot.invoke_command("go", "  a b  ")
+        show = await zot.invoke_command("/show", "x")
+        put = await zot.invoke_command("put", "y")
+        nothing = await zot.invoke_command("nothing")
+        oops = await zot.invoke_command("oops")
+    assert (go.action, go.prompt) == ("prompt", "ran /go with 'a b'")
+    assert (show.action, show.display) == ("display", "shown: x")
+    assert (put.action, put.insert) == ("insert", "inserted: y")
+    assert (nothing.action, nothing.error) == ("noop", "")
+    assert oops.error == "it broke"
+
+
+async def test_tool_results(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    add_extension(paths.extensions_dir, "t", "--tools", "echo,image,fail")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        echo = await zot.call_tool("echo", {"text": "héllo", "n": 1})
+        image = await zot.call_tool("image")
+        fail = await zot.call_tool("fail")
+    assert echo.content == [TextBlock('{"n": 1, "text": "h\\u00e9llo"}')]
+    assert not echo.is_error
+    assert isinstance(image.content[1], ImageBlock)
+    assert image.content[1].mime_type == "image/png"
+    assert fail.is_error
+    assert fail.content == [TextBlock("no luck")]
+
+
+async def test_tool_call_timeout_s(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    add_extension(paths.extensions_dir, "t", "--tools", "slow,echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        with pytest.raises(ZotdError) as err:
+            await zot.call_tool("slow", {"seconds": 30}, timeout_s=0.2)
+        assert err.value.code == "timeout"
+        # The extension is fine and serves the next call.
+        assert (await zot.call_tool("echo", {})).content == [TextBlock("{}")]
+
+
+async def test_unknown_names_are_not_found(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        for call in (zot.invoke_command("nope"), zot.call_tool("nope"), zot.call_tool("bash")):
+            with pytest.raises(ZotdError) as err:
+                await call
+            assert err.value.code == "not_found"
+
+
+async def test_crash_fails_pending_calls_at_once(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "victim", "--tools", "slow,crash", "--commands", "boom")
+    add_extension(paths.extensions_dir, "bystander", "--tools", "echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        errors: list[ZotdError] = []
+
+        async def pending_call() -> None:
+            try:
+                await zot.call_tool("slow", {"seconds": 60})
+            except ZotdError as exc:
+                errors.append(exc)
+
+        with trio.fail_after(5):  # far below the 10 s tool deadline
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pending_call)
+                await trio.sleep(0.2)
+                with pytest.raises(ZotdError) as crashed:
+                    await zot.call_tool("crash")
+        assert crashed.value.code == "extension_failed"
+        assert [e.code for e in errors] == ["extension_failed"]
+        assert "exited with code 3" in errors[0].message
+        # Its tools left the registry; the other extension goes on.
+        assert [t.name for t in await zot.list_tools()] == ["echo"]
+        assert (await zot.call_tool("echo", {"a": 1})).content == [TextBlock('{"a": 1}')]
+        victim = {e.name: e for e in await zot.list_extensions()}["victim"]
+    assert victim.state == "failed"
+    assert victim.exit_code == 3
+    assert victim.pid is None
+    assert victim.tools == []
+    assert any("fake victim starting" in line for line in victim.log_tail)
+
+
+async def test_notify_and_state_pushes(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "n", "--commands", "tell,boom")
+    await start_daemon()
+    async with (
+        connect(paths.socket, cwd=project) as zot,
+        connect(paths.socket, cwd=project) as quiet,
+    ):
+        await zot.subscribe()
+        await zot.invoke_command("tell", "hi")
+        with pytest.raises(ZotdError):
+            await zot.invoke_command("boom")
+        frames = []
+        with trio.fail_after(5):
+            async for frame in zot.notifications():
+                frames.append(frame)
+                if isinstance(frame, ExtensionStatePush) and frame.state == "failed":
+                    break
+        assert quiet.dropped == 0
+    assert frames[0] == NotifyPush(extension="n", level="warn", message="told: hi")
+    last = frames[-1]
+    assert isinstance(last, ExtensionStatePush)
+    assert last.commands == [] and last.tools == []
+
+
+async def test_events_reach_only_subscribers(
+    start_daemon: StartDaemon, paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    log = short_tmp / "events.jsonl"
+    add_extension(
+        paths.extensions_dir, "obs", "--events", "turn_start,tool_call", "--events-log", str(log)
+    )
+    add_extension(paths.extensions_dir, "deaf", "--tools", "echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert await zot.emit_event("turn_start", step=1) == ["obs"]
+        assert await zot.emit_event("turn_end", stop="end_turn") == []
+        assert await zot.emit_event(
+            "tool_call", tool_id="t1", tool_name="read", tool_args={"path": "x"}
+        ) == ["obs"]
+        await zot.call_tool("echo")  # a round trip, so the events have been read
+        await trio.sleep(0.2)
+    events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
+    assert events == [
+        {"type": "event", "event": "turn_start", "step": 1},
+        {
+            "type": "event",
+            "event": "tool_call",
+            "tool_id": "t1",
+            "tool_name": "read",
+            "tool_args": {"path": "x"},
+        },
+    ]
+
+
+async def test_intercept(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    add_extension(paths.extensions_dir, "guard", "--intercept", "tool_call")
+    add_extension(paths.extensions_dir, "other", "--intercept", "tool_call")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        ok = await zot.intercept("bash", {"command": "ls"})
+        blocked = await zot.intercept("bash", {"command": "rm -rf /"})
+        with trio.fail_after(3):
+            silent = await zot.intercept("bash", {"command": "hang"})
+    assert not ok.block
+    assert blocked.block
+    assert blocked.extension in ("guard", "other")
+    assert blocked.reason == f"{blocked.extension} refused: matches danger pattern"
+    assert not silent.block  # nobody answered within the 1 s intercept deadline
+
+
+async def test_broken_and_disabled_extensions_are_listed(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    ext = paths.extensions_dir
+    (ext / "badjson").mkdir(parents=True)
+    (ext / "badjson" / "extension.json").write_text("{not json")
+    (ext / "noexec").mkdir()
+    (ext / "noexec" / "extension.json").write_text('{"name": "noexec"}')
+    (ext / "missing").mkdir()
+    (ext / "missing" / "extension.json").write_text('{"name": "missing", "exec": "./nothere"}')
+    add_extension(ext, "wrongname", manifest={"args": [str(FAKE), "--name", "other"]})
+    add_extension(ext, "early", "--first-frame", "register")
+    add_extension(ext, "off", "--tools", "echo", manifest={"enabled": False})
+    add_extension(ext, "good", "--tools", "echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        infos = {e.name: e for e in await zot.list_extensions()}
+        assert [t.name for t in await zot.list_tools()] == ["echo"]
+    assert {n: i.state for n, i in infos.items()} == {
+        "badjson": "failed",
+        "early": "failed",
+        "good": "ready",
+        "missing": "failed",
+        "noexec": "failed",
+        "off": "disabled",
+        "wrongname": "failed",
+    }
+    assert "invalid JSON" in infos["badjson"].last_error
+    assert "`exec`" in infos["noexec"].last_error
+    assert "not found" in infos["missing"].last_error
+    assert (
+        "'other'" in infos["wrongname"].last_error and "must match" in infos["wrongname"].last_error
+    )
+    assert "first frame must be `hello`" in infos["early"].last_error
+    assert infos["off"].pid is None
+
+
+async def test_project_local_wins_over_global_and_explicit_over_both(
+    start_daemon: StartDaemon, paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    add_extension(paths.extensions_dir, "x", "--commands", "from-global")
+    add_extension(project / ".zot" / "extensions", "x", "--commands", "from-project")
+    add_extension(paths.extensions_dir, "y", "--commands", "y-global")
+    explicit = add_extension(short_tmp / "work", "y", "--commands", "y-explicit")
+    await start_daemon(explicit=[explicit])
+    async with connect(paths.socket, cwd=project) as zot:
+        names = sorted(c.name for c in await zot.list_commands())
+        scopes = {e.name: e.scope for e in await zot.list_extensions()}
+    assert names == ["from-project", "y-explicit"]
+    assert scopes == {"x": "project", "y": "explicit"}
+
+
+async def test_shadowed_names_are_logged(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "a", "--tools", "bash,shared")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert [t.name for t in await zot.list_tools()] == ["shared"]
+    assert "shadowed by zot's built-in tool 'bash'" in paths.extension_log("a").read_text()
+
+
+async def test_first_registration_wins(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "one", "--commands", "dup,own1")
+    add_extension(paths.extensions_dir, "two", "--commands", "dup,own2")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        owners = {c.name: c.extension for c in await zot.list_commands()}
+    winner = owners["dup"]
+    loser = "two" if winner == "one" else "one"
+    assert owners == {"dup": winner, "own1": "one", "own2": "two"}
+    assert f"shadowed by extension {winner!r}" in paths.extension_log(loser).read_text()
+    assert "shadowed" not in paths.extension_log(winner).read_text()
+
+
+async def test_malformed_output_is_skipped(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "messy", "--garbage", "--tools", "echo,bad,wrongkind")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert (await zot.call_tool("echo", {})).content == [TextBlock("{}")]
+        for tool in ("bad", "wrongkind"):
+            with trio.fail_after(5), pytest.raises(ZotdError) as err:
+                await zot.call_tool(tool)
+            assert err.value.code == "extension_failed"
+        assert {e.name: e.state for e in await zot.list_extensions()} == {"messy": "ready"}
+    log = paths.extension_log("messy").read_text()
+    assert "skipped a malformed line (invalid JSON" in log
+    assert "skipped a malformed line (a frame must be a JSON object)" in log
+    assert "from_the_future" not in log  # unknown types are ignored quietly
+
+
+async def test_oversized_line_is_dropped(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    from zotd.config import Config
+
+    add_extension(paths.extensions_dir, "messy", "--garbage", "--tools", "echo")
+    await start_daemon(Config(ready_idle=0.1, max_frame_bytes=65536))
+    async with connect(paths.socket, cwd=project) as zot:
+        assert (await zot.call_tool("echo", {})).content == [TextBlock("{}")]
+    assert "dropped a 70000-byte line" in paths.extension_log("messy").read_text()
+
+
+async def test_shutdown_escalates_and_leaves_no_process(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "stubborn", "--ignore-shutdown", "--tools", "echo")
+    add_extension(paths.extensions_dir, "polite", "--tools", "echo2")
+    daemon = await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        pids = {e.name: e.pid for e in await zot.list_extensions()}
+    start = trio.current_time()
+    daemon.request_shutdown()
+    with trio.fail_after(5):
+        while paths.socket.exists():
+            await trio.sleep(0.02)
+    elapsed = trio.current_time() - start
+    assert elapsed < 3  # 1 s shutdown + 0.5 s after SIGTERM, then SIGKILL
+    for pid in pids.values():
+        assert pid is not None and not pid_alive(pid)
+    log = paths.extension_log("stubborn").read_text()
+    assert "sending SIGTERM" in log and "sending SIGKILL" in log
+    assert "sending" not in paths.extension_log("polite").read_text()
+
+
+async def test_socket_permissions_and_single_instance(
+    start_daemon: StartDaemon, paths: Paths
+) -> None:
+    from zotd.daemon import Daemon
+    from zotd.listener import AlreadyRunning
+
+    daemon = await start_daemon()
+    assert stat.S_IMODE(paths.socket.stat().st_mode) == 0o600
+    assert stat.S_IMODE(paths.socket.parent.stat().st_mode) == 0o700
+    with pytest.raises(AlreadyRunning):
+        await Daemon(daemon.config, paths).run()
+
+
+async def test_stale_socket_is_replaced(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    import socket
+
+    paths.socket.parent.mkdir(mode=0o700)
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(paths.socket))
+    stale.close()  # the file stays, nobody listens
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert await zot.ping()
+
+
+async def test_workspaces_are_per_directory(
+    start_daemon: StartDaemon, paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    other = short_tmp / "other"
+    add_extension(other / ".zot" / "extensions", "local", "--commands", "only-there")
+    daemon = await start_daemon()
+    async with connect(paths.socket, cwd=project) as a, connect(paths.socket, cwd=other) as b:
+        assert await a.list_commands() == []
+        assert [c.name for c in await b.list_commands()] == ["only-there"]
+        status = await a.status()
+    assert sorted(w.path for w in status.workspaces) == sorted([str(project), str(other)])
+    assert len(daemon.workspaces) == 2
+
+
+async def test_idle_workspace_stops(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    from zotd.config import Config
+
+    add_extension(paths.extensions_dir, "e", "--tools", "echo")
+    daemon = await start_daemon(Config(ready_idle=0.1, idle_timeout=0.3))
+    async with connect(paths.socket, cwd=project) as zot:
+        pid = (await zot.list_extensions())[0].pid
+    assert pid is not None
+    with trio.fail_after(5):
+        while daemon.workspaces:
+            await trio.sleep(0.05)
+    assert not pid_alive(pid)
+    # A new client starts it again.
+    async with connect(paths.socket, cwd=project) as zot:
+        assert [t.name for t in await zot.list_tools()] == ["echo"]
+
+
+async def test_extension_runs_in_its_dir_with_its_args(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    directory = paths.extensions_dir / "cwd"
+    directory.mkdir(parents=True)
+    script = directory / "run.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'echo "{\\"type\\":\\"hello\\",\\"name\\":\\"cwd\\"}"\n'
+        'echo "{\\"type\\":\\"register_command\\",\\"name\\":\\"$(basename "$PWD")-$1\\"}"\n'
+        'echo "{\\"type\\":\\"ready\\"}"\n'
+        "cat >/dev/null\n"
+    )
+    script.chmod(0o755)
+    (directory / "extension.json").write_text('{"name": "cwd", "exec": "run.sh", "args": ["arg1"]}')
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        assert [c.name for c in await zot.list_commands()] == ["cwd-arg1"]
+
+
+async def test_exec_found_on_path(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    directory = paths.extensions_dir / "onpath"
+    directory.mkdir(parents=True)
+    (directory / "extension.json").write_text(
+        json.dumps(
+            {
+                "name": "onpath",
+                "exec": os.path.basename(os.path.realpath(sys.executable)),
+                "args": [str(FAKE), "--name", "onpath", "--tools", "echo"],
+            }
+        )
+    )
+    env = dict(os.environ, PATH=os.path.dirname(os.path.realpath(sys.executable)))
+    await start_daemon(env=env)
+    async with connect(paths.socket, cwd=project) as zot:
+        assert [t.name for t in await zot.list_tools()] == ["echo"]
