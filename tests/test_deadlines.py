@@ -1,0 +1,319 @@
+"""Every deadline, in virtual time: the supervisor and workspace run in-process
+against in-memory fake extensions under ``MockClock(autojump_threshold=0)``."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from msgspec import Raw
+
+from tests.conftest import add_extension
+from tests.fakes import Behaviour, FakeIO, FakeSpawner
+from zotd.config import Config
+from zotd.errors import RequestError
+from zotd.paths import Paths
+from zotd.protocol import extension as ep
+from zotd.workspace import Context, Workspace
+
+EXACT = 1e-9
+
+
+def elapsed(since: float) -> Any:
+    """``trio.current_time() - since``, compared exactly (to float rounding)."""
+    return pytest.approx(trio.current_time() - since, abs=EXACT)
+
+
+async def open_workspace(
+    nursery: trio.Nursery,
+    paths: Paths,
+    project: Path,
+    behaviours: Mapping[str, Behaviour],
+    config: Config | None = None,
+    **options: Any,
+) -> tuple[Workspace, FakeSpawner]:
+    for name in behaviours:
+        add_extension(paths.extensions_dir, name)
+    spawner = FakeSpawner(nursery, behaviours, **options)
+    ctx = Context(config=config or Config(), paths=paths, explicit=[], spawner=spawner, env={})
+    ws = Workspace(project, ctx)
+    await nursery.start(ws.run)
+    return ws, spawner
+
+
+def mute(name: str, **registrations: Any) -> Behaviour:
+    """Registers, then reads every frame and never answers."""
+
+    async def behaviour(io: FakeIO) -> None:
+        await io.hello(name, **registrations)
+        async for _ in io.frames():
+            pass
+
+    return behaviour
+
+
+def answering(
+    name: str, delay: float = 0.0, block: bool = False, **registrations: Any
+) -> Behaviour:
+    """Answers every call after ``delay`` seconds (intercepts with ``block``)."""
+
+    async def behaviour(io: FakeIO) -> None:
+        await io.hello(name, **registrations)
+        async with trio.open_nursery() as nursery:
+            async for frame in io.frames():
+                nursery.start_soon(reply, io, frame)
+
+    async def reply(io: FakeIO, frame: ep.HostFrame) -> None:
+        await trio.sleep(delay)
+        if isinstance(frame, ep.ToolCall):
+            await io.send(
+                type="tool_result", id=frame.id, content=[{"type": "text", "text": "done"}]
+            )
+        elif isinstance(frame, ep.CommandInvoked):
+            await io.send(type="command_response", id=frame.id, action="noop")
+        elif isinstance(frame, ep.EventIntercept):
+            await io.send(type="event_intercept_response", id=frame.id, block=block, reason=name)
+
+    return behaviour
+
+
+async def test_tool_call_deadline_is_60s(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    ws, _ = await open_workspace(nursery, paths, project, {"mute": mute("mute", tools=["t"])})
+    await ws.wait_settled()
+    start = trio.current_time()
+    with pytest.raises(RequestError) as err:
+        await ws.call_tool("t", Raw(b"{}"), None)
+    assert err.value.code == "timeout"
+    assert elapsed(start) == 60
+    assert "did not answer within 60 s" in err.value.message
+
+
+async def test_per_call_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    ws, _ = await open_workspace(
+        nursery, paths, project, {"slow": answering("slow", 10, tools=["t"])}
+    )
+    await ws.wait_settled()
+    start = trio.current_time()
+    with pytest.raises(RequestError):
+        await ws.call_tool("t", Raw(b"{}"), 2.5)
+    assert elapsed(start) == 2.5
+    start = trio.current_time()
+    result = await ws.call_tool("t", Raw(b"{}"), 11)
+    assert result.content == [ep.TextBlock("done")]
+    assert elapsed(start) == 10
+
+
+async def test_command_deadline_is_60s(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    ws, _ = await open_workspace(nursery, paths, project, {"mute": mute("mute", commands=["c"])})
+    await ws.wait_settled()
+    start = trio.current_time()
+    with pytest.raises(RequestError) as err:
+        await ws.invoke_command("c", "")
+    assert err.value.code == "timeout"
+    assert elapsed(start) == 60
+
+
+async def test_intercept_silence_is_allow_after_5s(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    behaviours = {
+        "mute": mute("mute", intercept=["tool_call"]),
+        "fine": answering("fine", 1, intercept=["tool_call"]),
+    }
+    ws, _ = await open_workspace(nursery, paths, project, behaviours)
+    await ws.wait_settled()
+    start = trio.current_time()
+    verdict = await ws.intercept({"event": Raw(b'"tool_call"')})
+    assert not verdict.block
+    assert elapsed(start) == 5
+
+
+async def test_intercept_first_block_wins_without_waiting(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    behaviours = {
+        "mute": mute("mute", intercept=["tool_call"]),
+        "late": answering("late", 3, block=True, intercept=["tool_call"]),
+        "early": answering("early", 1, block=True, intercept=["tool_call"]),
+    }
+    ws, _ = await open_workspace(nursery, paths, project, behaviours)
+    await ws.wait_settled()
+    start = trio.current_time()
+    verdict = await ws.intercept({"event": Raw(b'"tool_call"')})
+    assert (verdict.block, verdict.extension, verdict.reason) == (True, "early", "early")
+    assert elapsed(start) == 1
+
+
+async def test_no_guards_allows_at_once(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    ws, _ = await open_workspace(nursery, paths, project, {"m": mute("m")})
+    await ws.wait_settled()
+    start = trio.current_time()
+    assert not (await ws.intercept({})).block
+    assert elapsed(start) == 0
+
+
+async def test_shutdown_escalation_times(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    def stubborn(name: str) -> Behaviour:
+        async def behaviour(io: FakeIO) -> None:
+            await io.hello(name)
+            async for _ in io.frames():
+                pass
+            await trio.sleep_forever()  # stdin closed; still does not exit
+
+        return behaviour
+
+    async def polite(io: FakeIO) -> None:
+        await io.hello("polite")
+        async for frame in io.frames():
+            if isinstance(frame, ep.Shutdown):
+                await io.send(type="shutdown_ack")
+                return
+
+    ws, spawner = await open_workspace(
+        nursery,
+        paths,
+        project,
+        {"stubborn": stubborn("stubborn"), "polite": polite, "deaf": stubborn("deaf")},
+        stubborn={"ignore_sigterm": True},
+    )
+    await ws.wait_settled()
+    start = trio.current_time()
+    await ws.stop_extensions("shutting_down")
+    assert elapsed(start) == 3  # 2 s for shutdown, 1 s after SIGTERM, then SIGKILL
+    sent = {name: [(t - start, s) for t, s in p.signals] for name, p in spawner.processes.items()}
+    assert sent == {
+        "stubborn": [(2.0, signal.SIGTERM), (3.0, signal.SIGKILL)],
+        "deaf": [(2.0, signal.SIGTERM)],  # SIGTERM was enough
+        "polite": [],
+    }
+    assert {e.name: e.state for e in ws.extensions.values()} == {
+        "stubborn": "exited",
+        "polite": "exited",
+        "deaf": "exited",
+    }
+
+
+async def test_crash_fails_pending_call_at_once(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    async def crasher(io: FakeIO) -> None:
+        await io.hello("crasher", tools=["t"])
+        async for _ in io.frames():
+            await trio.sleep(7)
+            return  # exits (code 0 here) with the call unanswered
+
+    ws, _ = await open_workspace(nursery, paths, project, {"crasher": crasher})
+    await ws.wait_settled()
+    start = trio.current_time()
+    with pytest.raises(RequestError) as err:
+        await ws.call_tool("t", Raw(b"{}"), None)
+    assert err.value.code == "extension_failed"
+    assert elapsed(start) == 7
+    assert ws.registry.tools == {}
+
+
+async def test_ready_after_quiet_and_after_grace(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    async def chatty(io: FakeIO) -> None:
+        await io.hello("chatty", ready=False)
+        for _ in range(100):  # never quiet for 0.2 s, never `ready`
+            await trio.sleep(0.1)
+            await io.send(type="notify", message="tick")
+        async for _ in io.frames():
+            pass
+
+    behaviours = {"quiet": mute("quiet", ready=False, tools=["q"]), "chatty": chatty}
+    ws, _ = await open_workspace(nursery, paths, project, behaviours)
+    start = trio.current_time()
+    await ws.extensions["quiet"].settled.wait()
+    assert elapsed(start) == pytest.approx(0.2)
+    await ws.extensions["chatty"].settled.wait()
+    assert elapsed(start) == 3
+    assert {e.state for e in ws.extensions.values()} == {"ready"}
+    assert "no `ready` within 3 s" in paths.extension_log("chatty").read_text()
+
+
+async def test_hello_deadline_and_agent_grace(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    async def tongue_tied(io: FakeIO) -> None:
+        await trio.sleep_forever()
+
+    ws, spawner = await open_workspace(nursery, paths, project, {"tied": tongue_tied})
+    start = trio.current_time()
+    await ws.wait_settled()  # what an agent's `hello` waits for
+    assert elapsed(start) == 3
+    assert ws.extensions["tied"].state == "starting"
+    await ws.extensions["tied"].finished.wait()
+    assert elapsed(start) == 10
+    ext = ws.extensions["tied"]
+    assert ext.state == "failed"
+    assert ext.last_error == "refused: sent no `hello` frame within 10 s"
+    assert spawner.processes["tied"].signals == [(start + 10, signal.SIGKILL)]
+
+
+async def test_stuck_stdin_costs_the_caller_its_deadline_only(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    async def not_reading(io: FakeIO) -> None:
+        await io.hello("stuck", tools=["t"], events=["turn_start"])
+        await trio.sleep_forever()
+
+    ws, _ = await open_workspace(
+        nursery,
+        paths,
+        project,
+        {"stuck": not_reading, "ok": answering("ok", tools=["fine"])},
+        Config(extension_queue=2),
+        stuck={"lockstep": True},
+    )
+    await ws.wait_settled()
+    event = {"event": Raw(b'"turn_start"')}
+    start = trio.current_time()
+    delivered = [ws.emit_event("turn_start", event).delivered for _ in range(5)]
+    assert elapsed(start) == 0  # emitting never waits on a subscriber
+    assert delivered[0] == ["stuck"]
+    assert delivered[-1] == []  # its queue is full: dropped, and said in its log
+    assert "stdin queue full" in paths.extension_log("stuck").read_text()
+    with pytest.raises(RequestError) as err:
+        await ws.call_tool("t", Raw(b"{}"), 4)
+    assert err.value.code == "timeout"
+    assert elapsed(start) == 4
+    result = await ws.call_tool("fine", Raw(b"{}"), None)
+    assert result.content == [ep.TextBlock("done")]
+
+
+async def test_idle_workspace_stops_after_idle_timeout(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    ws, _ = await open_workspace(nursery, paths, project, {"m": mute("m")})
+    ws.acquire()
+    await trio.sleep(1000)
+    assert not ws.stopping  # a client is attached
+    ws.release()
+    start = trio.current_time()
+    await trio.sleep(200)
+    ws.acquire()  # came back in time
+    await trio.sleep(1000)
+    assert not ws.stopping
+    ws.release()
+    start = trio.current_time()
+    await ws.extensions["m"].finished.wait()
+    assert ws.stopping
+    assert elapsed(start) == 300
