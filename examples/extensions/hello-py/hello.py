@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """hello-py: the reference's quick-start extension, raw JSON lines, no SDK."""
+
 import json
 import sys
 
@@ -15,8 +16,14 @@ emit({"type": "register_command", "name": "hellopy", "description": "say hi (pyt
 for line in sys.stdin:
     msg = json.loads(line)
     if msg["type"] == "command_invoked":
-        emit({"type": "command_response", "id": msg["id"], "action": "prompt",
-              "prompt": "Greet me very briefly. Add one emoji."})
+        emit(
+            {
+                "type": "command_response",
+                "id": msg["id"],
+                "action": "prompt",
+                "prompt": "Greet me very briefly. Add one emoji.",
+            }
+        )
     elif msg["type"] == "shutdown":
         emit({"type": "shutdown_ack"})
         break
