@@ -82,7 +82,7 @@ _decoder = msgspec.json.Decoder(Manifest)
 
 def check_name(name: str) -> None:
     """Raises :class:`ManifestError` unless ``name`` is a safe extension name."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise ManifestError(
             f"invalid name {name!r}: use letters, digits, '.', '_' and '-', "
             "starting with a letter or digit"

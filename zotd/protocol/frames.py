@@ -72,17 +72,32 @@ class FrameDecoder(Generic[T]):
             return self._decoder.decode(line)
         except msgspec.ValidationError as exc:
             # (ValidationError subclasses DecodeError, so it is caught first.)
-            try:
-                env = _envelope.decode(line)
-            except msgspec.DecodeError:
-                raise FrameError("a frame must be a JSON object") from None
-            if not isinstance(env.type, str):
-                raise FrameError("missing or non-string `type`", id=env.id) from None
-            if env.type not in self._known:
-                return UnknownFrame(type=env.type, id=env.id)
-            raise FrameError(f"bad `{env.type}` frame: {exc}", id=env.id, type=env.type) from None
+            return self._classify(line, exc)
         except msgspec.DecodeError as exc:
             raise FrameError(f"invalid JSON: {exc}") from None
+        except RecursionError:
+            raise FrameError(_TOO_DEEP) from None
+
+    def _classify(self, line: bytes, exc: msgspec.ValidationError) -> UnknownFrame:
+        # The line did not fit the union. Read just `type` and `id` to say why.
+        try:
+            env = _envelope.decode(line)
+        except msgspec.ValidationError:
+            raise FrameError("a frame must be a JSON object") from None
+        except msgspec.DecodeError as bad_json:
+            # The union gave up on a field before reaching the syntax error.
+            raise FrameError(f"invalid JSON: {bad_json}") from None
+        except RecursionError:
+            raise FrameError(_TOO_DEEP) from None
+        if not isinstance(env.type, str):
+            raise FrameError("missing or non-string `type`", id=env.id) from None
+        if env.type not in self._known:
+            return UnknownFrame(type=env.type, id=env.id)
+        raise FrameError(f"bad `{env.type}` frame: {exc}", id=env.id, type=env.type) from None
+
+
+#: msgspec raises RecursionError past about a thousand levels of nesting.
+_TOO_DEEP = "invalid JSON: nested too deeply"
 
 
 def tags_of(*classes: type[msgspec.Struct]) -> frozenset[str]:

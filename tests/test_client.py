@@ -1,0 +1,113 @@
+"""zotd.client from both event loops it promises: asyncio and trio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.conftest import StartDaemon, add_extension
+from zotd.client import NotRunning, ZotdError, connect
+from zotd.paths import Paths
+from zotd.protocol.agent import NotifyPush
+from zotd.protocol.extension import TextBlock
+
+
+@pytest.fixture
+def daemon_process(paths: Paths, short_tmp: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``python -m zotd`` in a subprocess, with one fake extension, until the socket answers."""
+    ext = add_extension(short_tmp / "exts", "e", "--tools", "echo", "--commands", "tell")
+    env = dict(
+        os.environ,
+        ZOT_HOME=str(paths.home),
+        ZOTD_SOCKET=str(paths.socket),
+        ZOTD_CONFIG=str(short_tmp / "none.toml"),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zotd", "--ext", str(ext)],
+        env=env,
+        cwd=short_tmp,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not paths.socket.exists():
+            assert proc.poll() is None, "the daemon exited"
+            assert time.monotonic() < deadline, "the daemon did not start"
+            time.sleep(0.02)
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_client_under_asyncio(
+    daemon_process: subprocess.Popen[bytes], paths: Paths, project: Path
+) -> None:
+    async def agent() -> tuple[list[str], str, NotifyPush]:
+        async with connect(paths.socket, cwd=project, client="asyncio-agent/1") as zot:
+            tools = [t.name for t in await zot.list_tools()]
+            result = await zot.call_tool("echo", {"city": "Berlin"})
+            await zot.subscribe()
+            await zot.invoke_command("tell", "from asyncio")
+            async for frame in zot.notifications():
+                assert isinstance(frame, NotifyPush)
+                return tools, result.content[0].text, frame  # type: ignore[union-attr]
+        raise AssertionError("no notification")
+
+    tools, text, note = asyncio.run(agent())
+    assert tools == ["echo"]
+    assert text == '{"city": "Berlin"}'
+    assert note == NotifyPush(extension="e", level="warn", message="told: from asyncio")
+
+
+async def test_errors_carry_codes(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    add_extension(paths.extensions_dir, "e", "--tools", "echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        with pytest.raises(ZotdError) as err:
+            await zot.call_tool("missing")
+        assert err.value.code == "not_found"
+        assert err.value.message == "no tool 'missing' in this workspace"
+        with pytest.raises(ZotdError) as err:
+            await zot.request("frobnicate")
+        assert err.value.code == "unknown_command"
+        # The connection is still good.
+        assert (await zot.call_tool("echo", {"x": 1})).content == [TextBlock('{"x": 1}')]
+
+
+async def test_not_running(short_tmp: Path) -> None:
+    with pytest.raises(NotRunning) as err:
+        async with connect(short_tmp / "nothing.sock"):
+            pass
+    assert err.value.code == "not_running"
+    assert "zotd start" in str(err.value)
+
+
+async def test_connection_lost_fails_pending_calls(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "e", "--tools", "slow")
+    daemon = await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        async with trio.open_nursery() as nursery:
+
+            async def stop_soon() -> None:
+                await trio.sleep(0.2)
+                daemon.request_shutdown()
+
+            nursery.start_soon(stop_soon)
+            with trio.fail_after(5), pytest.raises(ZotdError) as err:
+                await zot.call_tool("slow", {"seconds": 30})
+        # The extension is stopped under the pending call: it is told why.
+        assert err.value.code == "shutting_down"
+        with pytest.raises(ZotdError) as err:
+            await zot.ping()
+        assert err.value.code == "connection_lost"
