@@ -470,3 +470,18 @@ async def test_exec_found_on_path(start_daemon: StartDaemon, paths: Paths, proje
     await start_daemon(env=env)
     async with connect(paths.socket, cwd=project) as zot:
         assert [t.name for t in await zot.list_tools()] == ["echo"]
+
+
+async def test_idle_timeout_zero_keeps_extensions_while_a_client_is_there(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    from zotd.config import Config
+
+    add_extension(paths.extensions_dir, "e", "--tools", "echo")
+    daemon = await start_daemon(Config(ready_idle=0.1, idle_timeout=0))
+    async with connect(paths.socket, cwd=project) as zot:
+        await trio.sleep(0.3)
+        assert (await zot.call_tool("echo", {})).content == [TextBlock("{}")]
+    with trio.fail_after(5):
+        while daemon.workspaces:
+            await trio.sleep(0.02)

@@ -172,15 +172,20 @@ class Daemon:
                     log.info("%s: shutting down", signal.Signals(signum).name)
                     self.request_shutdown()
 
-    async def workspace_for(self, root: Path, *, provider: str, model: str) -> Workspace:
-        """The running workspace for ``root``, started if there is none."""
+    def join_workspace(self, root: Path, *, provider: str, model: str) -> Workspace:
+        """Joins the workspace for ``root``, starting one if none is running.
+
+        The caller counts as one of its clients at once (and must
+        :meth:`Workspace.release` it), so it cannot go idle under them; wait
+        for ``started`` and then :meth:`Workspace.wait_settled` before using it.
+        """
         ws = self.workspaces.get(root)
         if ws is None or ws.stopping:
             ws = Workspace(root, self._ctx, provider=provider, model=model)
             self.workspaces[root] = ws
             assert self._nursery is not None
             self._nursery.start_soon(self._run_workspace, ws)
-        await ws.started.wait()
+        ws.acquire()
         return ws
 
     async def _run_workspace(self, ws: Workspace) -> None:

@@ -164,6 +164,10 @@ class Extension:
         returns; a graceful stop is :meth:`stop`'s job.
         """
         try:
+            if self._stop_code is not None:  # stopped before it ever started
+                if self.state == State.STARTING:
+                    self.state = State.EXITED
+                return
             if self.found.error or self.state == State.DISABLED:
                 if self.found.error:
                     self.state = State.FAILED
@@ -299,7 +303,9 @@ class Extension:
             try:
                 await self._send.send(make(rid))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise extension_failed(f"extension {self.name!r} is {self.state}") from None
+                raise extension_failed(
+                    f"extension {self.name!r} stopped reading its stdin"
+                ) from None
             await slot.event.wait()
         finally:
             self._pending.pop(rid, None)

@@ -252,9 +252,9 @@ class ClientSession:
             return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, None, os.getpid())
         root = _workspace_root(req.cwd, daemon.cwd)
         self.authenticated = True
-        ws = await daemon.workspace_for(root, provider=req.provider, model=req.model)
-        ws.acquire()
+        ws = daemon.join_workspace(root, provider=req.provider, model=req.model)
         self.workspace = ws
+        await ws.started.wait()
         if self.subscribed:
             ws.subscribers.add(self)
         log.info("client %d (%s) joined %s", self.number, req.client or "?", root)
