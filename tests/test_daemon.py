@@ -76,6 +76,9 @@ async def test_hello_ack_carries_workspace_facts(
     await start_daemon()
     async with connect(paths.socket, cwd=project, provider="anthropic", model="opus") as zot:
         await zot.ping()
+    with trio.fail_after(5):
+        while not log.exists():  # the extension writes it when it reads hello_ack
+            await trio.sleep(0.02)
     ack = json.loads(log.read_text().splitlines()[0])
     assert ack == {
         "type": "hello_ack",
@@ -216,8 +219,10 @@ async def test_events_reach_only_subscribers(
         assert await zot.emit_event(
             "tool_call", tool_id="t1", tool_name="read", tool_args={"path": "x"}
         ) == ["obs"]
-        await zot.call_tool("echo")  # a round trip, so the events have been read
-        await trio.sleep(0.2)
+    with trio.fail_after(5):  # hello_ack, then the two events
+        while not log.exists() or len(log.read_text().splitlines()) < 3:
+            await trio.sleep(0.02)
+    await trio.sleep(0.1)  # and nothing more arrives
     events = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     assert events == [
         {"type": "event", "event": "turn_start", "step": 1},

@@ -39,7 +39,7 @@ from .protocol import extension as ep
 from .protocol.agent import ErrorCode, ExtensionInfo
 from .protocol.frames import FrameError, UnknownFrame, is_json_object
 from .protocol.lines import Oversized
-from .streams import CLOSE, read_lines, write_batches
+from .streams import CLOSE, LineReader, write_batches
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,8 @@ class Extension:
         self.restarts = 0
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
-        #: Set once the extension is ready, or has failed, exited or is disabled.
+        #: Set once the extension is ready, has failed, exited or is disabled, or
+        #: its ready grace has passed (an agent's ``hello`` waits for this).
         self.settled = trio.Event()
         #: Set once :meth:`run` has finished.
         self.finished = trio.Event()
@@ -337,7 +338,7 @@ class Extension:
 
     async def _read(self, process: Process, done: trio.Event) -> None:
         try:
-            async for line in read_lines(process.stdout, self._config.max_frame_bytes):
+            async for line in LineReader(process.stdout, self._config.max_frame_bytes):
                 if isinstance(line, Oversized):
                     self.note(
                         f"dropped a {line.size}-byte line: longer than the "
@@ -349,13 +350,23 @@ class Extension:
             done.set()
 
     async def _handshake(self) -> None:
+        # Both windows count from the spawn, so that every extension is
+        # settled (ready, failed, or at least waited for) by spawn +
+        # ready_grace: that bounds how long an agent's `hello` waits.
         config = self._config
-        with trio.move_on_after(config.hello_timeout):
-            await self._hello.wait()
+        spawned = trio.current_time()
+        with trio.move_on_at(spawned + config.hello_timeout):
+            with trio.move_on_at(spawned + config.ready_grace):
+                await self._hello.wait()
+            if not self._hello.is_set():
+                self.settled.set()  # agents stop waiting; it may still say hello
+                await self._hello.wait()
         if not self._hello.is_set():
             self._refuse(f"sent no `hello` frame within {config.hello_timeout:g} s")
             return
-        with trio.move_on_after(config.ready_grace) as grace:
+        # A late hello still gets one quiet window to register in.
+        deadline = max(spawned + config.ready_grace, trio.current_time() + config.ready_idle)
+        with trio.move_on_at(deadline) as grace:
             with trio.move_on_after(config.ready_idle) as quiet:
                 self._quiet_scope = quiet
                 await self._ready.wait()

@@ -184,8 +184,9 @@ def discover(
 ) -> list[Found]:
     """Every extension a workspace sees, one per name, highest precedence first.
 
-    Order (which is also registration order): explicit, then project-local,
-    then global, by directory name within each. A name already taken by a
+    Order: explicit, then project-local, then global, by directory name
+    within each (extensions then start concurrently, and a contested command
+    or tool name goes to whichever registers it first). A name already taken by a
     higher-precedence scope hides the lower one. ``path_env`` is the ``PATH``
     the extensions will run with, for a bare ``exec``.
     """

@@ -1,9 +1,10 @@
 """Starting an extension's process and waiting for it to end.
 
 We fork with :class:`subprocess.Popen` from the Trio thread itself, not from
-a worker thread as ``trio.run_process`` does: a parent-death signal set in
-the child is tied to the thread that forked it, and Trio's idle worker
-threads exit after 10 s (see the design brief, "Pitfalls"). The pipes are
+a worker thread as ``trio.run_process`` does: Linux ties a parent-death
+signal to the thread that forked the child, and Trio's idle worker threads
+exit after 10 s (see the design brief, "Pitfalls"). No parent-death signal
+is set yet; forking here keeps that possible. The pipes are
 wrapped in :class:`trio.lowlevel.FdStream`, and the exit is awaited through a
 pidfd on Linux.
 

@@ -10,6 +10,7 @@ an extension or another client.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 from pathlib import Path
@@ -23,7 +24,7 @@ from .errors import RequestError
 from .protocol import agent as ap
 from .protocol.frames import FrameError, UnknownFrame
 from .protocol.lines import Oversized
-from .streams import CLOSE, read_lines, write_batches
+from .streams import CLOSE, LineReader, write_batches
 
 if TYPE_CHECKING:
     from .daemon import Daemon
@@ -33,6 +34,12 @@ log = logging.getLogger(__name__)
 
 #: Frames that may wait for one client's writer.
 OUTBOX_SIZE = 1024
+
+#: Requests one connection may have in flight. Past that the daemon stops
+#: reading the connection until one finishes, so a client that writes
+#: requests and never reads replies is held back by its own socket buffer
+#: instead of growing the daemon's memory.
+MAX_IN_FLIGHT = 256
 
 #: Requests that need no workspace.
 _NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe)
@@ -65,6 +72,7 @@ class ClientSession:
         self._stream = stream
         self._out, self._outbox = trio.open_memory_channel[bytes](OUTBOX_SIZE)
         self._read_scope = trio.CancelScope()
+        self._in_flight = trio.Semaphore(MAX_IN_FLIGHT)
 
     async def run(self) -> None:
         """Serves the connection; never raises ``Exception``.
@@ -78,7 +86,7 @@ class ClientSession:
                 nursery.start_soon(self._write, nursery.cancel_scope)
                 async with trio.open_nursery() as requests:
                     with self._read_scope:
-                        async for line in read_lines(
+                        async for line in LineReader(
                             self._stream, self.daemon.config.max_frame_bytes
                         ):
                             await self._on_line(line, requests)
@@ -164,6 +172,7 @@ class ClientSession:
         if error is not None:
             await self._send(ap.fail(req.id, command, *error))
             return
+        await self._in_flight.acquire()
         requests.start_soon(self._run_request, req, command, line)
 
     def _refusal(self, req: ap.Request) -> tuple[str, str] | None:
@@ -181,7 +190,10 @@ class ClientSession:
         return None
 
     async def _run_request(self, req: ap.Request, command: str, line: bytes) -> None:
-        await self._send(await self._answer(req, command, line))
+        try:
+            await self._send(await self._answer(req, command, line))
+        finally:
+            self._in_flight.release()
 
     async def _answer(self, req: ap.Request, command: str, line: bytes) -> bytes:
         try:
@@ -229,7 +241,9 @@ class ClientSession:
                     raise RequestError(
                         Code.BAD_REQUEST, f"cannot intercept {event!r}: only tool_call"
                     )
-                return await ws.intercept(ap.event_payload(line))
+                payload = ap.event_payload(line)
+                payload.setdefault("event", msgspec.Raw(b'"tool_call"'))  # its default
+                return await ws.intercept(payload)
         raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
 
     async def _hello(self, req: ap.Hello) -> ap.HelloData:
@@ -237,7 +251,9 @@ class ClientSession:
         if self.authenticated:
             raise RequestError(Code.BAD_REQUEST, "`hello` was already sent on this connection")
         token = daemon.config.token
-        if token is not None and req.token != token:
+        if token is not None and not hmac.compare_digest(
+            (req.token or "").encode(), token.encode()
+        ):
             raise RequestError(Code.UNAUTHORIZED, "a valid `token` is required")
         if req.protocol_version != AGENT_PROTOCOL_VERSION:
             raise RequestError(

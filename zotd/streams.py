@@ -8,7 +8,7 @@ costs one system call, not one each.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections import deque
 
 import trio
 
@@ -21,25 +21,39 @@ READ_SIZE = 64 * 1024
 CLOSE = b""
 
 
-async def read_lines(
-    stream: trio.abc.ReceiveStream, max_line: int
-) -> AsyncIterator[bytes | Oversized]:
-    """Yields the stream's lines until end of stream, then its unterminated tail.
+class LineReader:
+    """Iterates a stream's lines until end of stream, then its unterminated tail.
 
-    A closed or broken stream ends the iteration like end of stream does.
+    A closed or broken stream ends the iteration like end of stream does. A
+    plain async iterator rather than an async generator, so that a loop
+    cancelled half-way leaves nothing for the garbage collector to finalize.
     """
-    splitter = LineSplitter(max_line)
-    while True:
-        try:
-            chunk = await stream.receive_some(READ_SIZE)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            chunk = b""
-        if not chunk:
-            for item in splitter.close():
-                yield item
-            return
-        for item in splitter.feed(chunk):
-            yield item
+
+    __slots__ = ("_done", "_ready", "_splitter", "_stream")
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
+        self._stream = stream
+        self._splitter = LineSplitter(max_line)
+        self._ready: deque[bytes | Oversized] = deque()
+        self._done = False
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> bytes | Oversized:
+        while not self._ready:
+            if self._done:
+                raise StopAsyncIteration
+            try:
+                chunk = await self._stream.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                chunk = b""
+            if chunk:
+                self._ready.extend(self._splitter.feed(chunk))
+            else:
+                self._done = True
+                self._ready.extend(self._splitter.close())
+        return self._ready.popleft()
 
 
 async def write_batches(

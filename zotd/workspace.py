@@ -80,7 +80,6 @@ class Workspace:
         self._stop = trio.Event()
         self._stop_code = ap.ErrorCode.EXTENSION_FAILED
         self._clients_changed = trio.Event()
-        self._started_at = 0.0
         self._env = {**ctx.env, "ZOT_HOME": str(ctx.paths.home)}
 
     # --- lifetime -----------------------------------------------------------------
@@ -93,7 +92,6 @@ class Workspace:
         in parallel, shielded, within the shutdown deadlines; cancellation
         kills the extensions' process groups.
         """
-        self._started_at = trio.current_time()
         found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
@@ -136,12 +134,11 @@ class Workspace:
                 nursery.start_soon(ext.stop, code)
 
     async def wait_settled(self) -> None:
-        """Waits until every extension is ready or has failed, at most ``ready_grace``
-        after the workspace started."""
-        deadline = self._started_at + self._config.ready_grace
-        with trio.move_on_at(deadline):
-            for ext in list(self.extensions.values()):
-                await ext.settled.wait()
+        """Waits until every extension is ready or has failed, or its ready grace
+        (counted from its spawn) has passed: at most about ``ready_grace``."""
+        await self.started.wait()
+        for ext in list(self.extensions.values()):
+            await ext.settled.wait()
 
     def acquire(self) -> None:
         """A client joined."""
