@@ -111,3 +111,15 @@ async def test_connection_lost_fails_pending_calls(
         with pytest.raises(ZotdError) as err:
             await zot.ping()
         assert err.value.code == "connection_lost"
+
+
+async def test_oversized_request_fails_locally(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "e", "--tools", "echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        with trio.fail_after(5), pytest.raises(ZotdError) as err:
+            await zot.call_tool("echo", {"text": "x" * (17 * 1024 * 1024)})
+        assert err.value.code == "frame_too_large"
+        assert (await zot.call_tool("echo", {})).content == [TextBlock("{}")]

@@ -119,6 +119,12 @@ class Client:
         self._pending[rid] = (event, box)
         try:
             line = msgspec.json.encode({"id": rid, "type": type, **fields}) + b"\n"
+            if len(line) - 1 > self._max:
+                # The daemon could only answer with an id-less error; say it here.
+                raise ZotdError(
+                    "frame_too_large",
+                    f"a {len(line) - 1}-byte request is over the {self._max}-byte limit",
+                )
             async with self._write_lock:
                 try:
                     await self._stream.send(line)

@@ -74,6 +74,16 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     #: ``debug``, ``info``, ``warning`` or ``error``.
     log_level: str = "info"
 
+    @property
+    def stop_bound(self) -> float:
+        """Longest a graceful stop of any number of extensions may take.
+
+        Each extension gets ``shutdown_timeout``, then ``kill_timeout`` after
+        SIGTERM and again after SIGKILL; they are stopped in parallel. One
+        second more covers reaping and draining. Past it, callers cancel.
+        """
+        return self.shutdown_timeout + 2 * self.kill_timeout + 1.0
+
     def __post_init__(self) -> None:
         if self.log_level.lower() not in ("debug", "info", "warning", "error"):
             raise ValueError(

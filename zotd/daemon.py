@@ -132,9 +132,10 @@ class Daemon:
 
     async def _stop_everything(self) -> None:
         log.info("shutting down: stopping %d workspace(s)", len(self.workspaces))
-        async with trio.open_nursery() as nursery:
-            for ws in list(self.workspaces.values()):
-                nursery.start_soon(ws.stop_extensions, ap.ErrorCode.SHUTTING_DOWN)
+        with trio.move_on_after(self.config.stop_bound):  # a safety net; see stop_bound
+            async with trio.open_nursery() as nursery:
+                for ws in list(self.workspaces.values()):
+                    nursery.start_soon(ws.stop_extensions, ap.ErrorCode.SHUTTING_DOWN)
         for session in list(self.sessions):
             session.close_soon()
         with trio.move_on_after(FLUSH_TIMEOUT):

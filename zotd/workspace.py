@@ -116,7 +116,7 @@ class Workspace:
             task_status.started()
             await self._stop.wait()
             self.stopping = True
-            with trio.CancelScope(shield=True):
+            with trio.CancelScope(shield=True), trio.move_on_after(self._config.stop_bound):
                 await self.stop_extensions(self._stop_code)
             nursery.cancel_scope.cancel()
         log.info("workspace %s stopped", self.root)
