@@ -13,10 +13,16 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import HealthCheck, settings
 
 from zotd.config import Config
 from zotd.daemon import Daemon
 from zotd.paths import Paths
+
+# A shared 2-core machine makes timing-based checks flaky; what the property
+# tests check is correctness, not speed.
+settings.register_profile("zotd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("zotd")
 
 EXTENSIONS = Path(__file__).parent / "extensions"
 FAKE = EXTENSIONS / "fake.py"
