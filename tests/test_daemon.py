@@ -375,7 +375,8 @@ async def test_shutdown_escalates_and_leaves_no_process(
     elapsed = trio.current_time() - start
     assert elapsed < 3  # 1 s shutdown + 0.5 s after SIGTERM, then SIGKILL
     for pid in pids.values():
-        assert pid is not None and not pid_alive(pid)
+        assert pid is not None
+        assert not Path(f"/proc/{pid}").exists()  # not running, and reaped: no zombie
     log = paths.extension_log("stubborn").read_text()
     assert "sending SIGTERM" in log and "sending SIGKILL" in log
     assert "sending" not in paths.extension_log("polite").read_text()
@@ -490,3 +491,22 @@ async def test_idle_timeout_zero_keeps_extensions_while_a_client_is_there(
     with trio.fail_after(5):
         while daemon.workspaces:
             await trio.sleep(0.02)
+
+
+async def test_shutdown_time_does_not_grow_with_extensions(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    for i in range(12):
+        add_extension(paths.extensions_dir, f"stubborn{i}", "--ignore-shutdown")
+    daemon = await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        pids = [e.pid for e in await zot.list_extensions()]
+    assert len(pids) == 12
+    start = trio.current_time()
+    daemon.request_shutdown()
+    with trio.fail_after(10):
+        while paths.socket.exists():
+            await trio.sleep(0.02)
+    # In parallel: one shutdown_timeout (1 s) plus one kill_timeout (0.5 s), not twelve.
+    assert trio.current_time() - start < 3
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)

@@ -317,3 +317,32 @@ async def test_idle_workspace_stops_after_idle_timeout(
     await ws.extensions["m"].finished.wait()
     assert ws.stopping
     assert elapsed(start) == 300
+
+
+async def test_correlation_ids_count_per_extension(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    seen: dict[str, list[str]] = {"a": [], "b": []}
+
+    def recording(name: str) -> Behaviour:
+        async def behaviour(io: FakeIO) -> None:
+            await io.hello(name, tools=[f"t{name}"], intercept=["tool_call"])
+            async for frame in io.frames():
+                if isinstance(frame, ep.ToolCall):
+                    seen[name].append(frame.id)
+                    await io.send(type="tool_result", id=frame.id, content=[])
+                elif isinstance(frame, ep.EventIntercept):
+                    seen[name].append(frame.id)
+                    await io.send(type="event_intercept_response", id=frame.id)
+
+        return behaviour
+
+    ws, _ = await open_workspace(
+        nursery, paths, project, {"a": recording("a"), "b": recording("b")}
+    )
+    await ws.wait_settled()
+    for _ in range(2):
+        await ws.call_tool("ta", Raw(b"{}"), None)
+        await ws.intercept({})
+    await ws.call_tool("tb", Raw(b"{}"), None)
+    assert seen == {"a": ["1", "2", "3", "4"], "b": ["1", "2", "3"]}

@@ -241,9 +241,7 @@ class ClientSession:
                     raise RequestError(
                         Code.BAD_REQUEST, f"cannot intercept {event!r}: only tool_call"
                     )
-                payload = ap.event_payload(line)
-                payload.setdefault("event", msgspec.Raw(b'"tool_call"'))  # its default
-                return await ws.intercept(payload)
+                return await ws.intercept(ap.event_payload(line))
         raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
 
     async def _hello(self, req: ap.Hello) -> ap.HelloData:

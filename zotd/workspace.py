@@ -32,6 +32,8 @@ from .registry import Registry
 
 log = logging.getLogger(__name__)
 
+_TOOL_CALL = msgspec.Raw(b'"tool_call"')
+
 
 class Subscriber(Protocol):
     """A client connection that takes push frames."""
@@ -308,6 +310,7 @@ class Workspace:
         has not answered by then, or that fails, counts as allow (reference,
         "event_intercept_response").
         """
+        payload = {"event": _TOOL_CALL, **payload}  # `event` is optional for agents
         guards = [e for e in self.extensions.values() if "tool_call" in e.intercepts and e.running]
         verdict = ap.InterceptData(block=False)
 
