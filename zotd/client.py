@@ -24,7 +24,7 @@ import anyio.abc
 import msgspec
 
 from . import AGENT_PROTOCOL_VERSION
-from .paths import Paths
+from .paths import Paths, check_socket_path
 from .protocol import agent as ap
 from .protocol.lines import LineSplitter, Oversized
 
@@ -36,7 +36,8 @@ PUSH_BUFFER = 1024
 
 class ZotdError(Exception):
     """A request failed. ``code`` is an :class:`~zotd.protocol.agent.ErrorCode` value,
-    or ``not_running`` / ``connection_lost`` for failures of the connection itself."""
+    or ``not_running``, ``cannot_connect`` or ``connection_lost`` for failures of
+    the connection itself."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{message} ({code})")
@@ -274,9 +275,17 @@ async def connect(
     """
     path = Path(socket) if socket is not None else Paths.from_env().socket
     try:
+        check_socket_path(path)
+    except ValueError as exc:
+        raise ZotdError("cannot_connect", str(exc)) from None
+    try:
         stream = await anyio.connect_unix(path)
     except (FileNotFoundError, ConnectionRefusedError):
         raise NotRunning(path) from None
+    except OSError as exc:
+        raise ZotdError(
+            "cannot_connect", f"cannot connect to {path}: {exc.strerror or exc}"
+        ) from None
     try:
         async with stream, anyio.create_task_group() as tg:
             zot = Client(stream)

@@ -60,7 +60,7 @@ def _clear_stale(path: Path) -> None:
     if not stat.S_ISSOCK(mode):
         raise SocketError(f"{path} exists and is not a socket; move it away or pick another path")
     if _answers(path):
-        raise AlreadyRunning(f"zotd is already running on {path}")
+        raise AlreadyRunning(f"another zotd is already running on {path}")
     path.unlink(missing_ok=True)  # stale: its daemon is gone
 
 
@@ -77,8 +77,11 @@ async def open_unix_listener(path: Path, backlog: int = 128) -> trio.SocketListe
         check_socket_path(path)
     except ValueError as exc:
         raise SocketError(str(exc)) from None
-    _make_private_dirs(path.parent)
-    _clear_stale(path)
+    try:
+        _make_private_dirs(path.parent)
+        _clear_stale(path)
+    except OSError as exc:
+        raise SocketError(f"cannot use {path}: {exc.strerror or exc}") from None
     sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)  # the socket file is created 0600
     try:
@@ -86,7 +89,7 @@ async def open_unix_listener(path: Path, backlog: int = 128) -> trio.SocketListe
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise AlreadyRunning(f"zotd is already running on {path}") from None
+            raise AlreadyRunning(f"another zotd is already running on {path}") from None
         raise SocketError(f"cannot bind {path}: {exc.strerror}") from None
     finally:
         os.umask(old_umask)

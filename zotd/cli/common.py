@@ -7,7 +7,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 import msgspec
@@ -15,6 +15,8 @@ from cyclopts import Parameter
 
 from ..config import Config, ConfigError, load_config
 from ..paths import Paths
+
+T = TypeVar("T")
 
 
 @Parameter(name="*")
@@ -49,18 +51,23 @@ def settings(where: Where | None) -> tuple[Paths, Config]:
     return paths, config
 
 
-def die(message: str, code: int = 1) -> Any:
+def token_for(explicit: str | None, config: Config) -> str | None:
+    """The token to send: ``--token``, else ``$ZOTD_TOKEN``, else ``token`` in zotd.toml."""
+    return explicit or os.environ.get("ZOTD_TOKEN") or config.token
+
+
+def die(message: str, code: int = 1) -> NoReturn:
     """Prints ``message`` to stderr and exits."""
     print(message, file=sys.stderr)
     raise SystemExit(code)
 
 
-def run_async(fn: Callable[[], Awaitable[int]]) -> int:
+def run_async(fn: Callable[[], Awaitable[T]]) -> T:
     """Runs a coroutine function under trio (through anyio); Ctrl+C exits 130."""
     try:
         return anyio.run(fn, backend="trio")
     except KeyboardInterrupt:
-        return 130
+        raise SystemExit(130) from None
 
 
 def print_json(value: Any) -> None:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from cyclopts import App, Parameter
@@ -24,7 +24,7 @@ from .. import __version__
 from ..client import Client, ZotdError, connect
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
-from .common import Where, die, print_json, run_async, settings, table
+from .common import Where, die, print_json, run_async, settings, table, token_for
 
 app = App(
     name="zot",
@@ -50,12 +50,12 @@ class Options:
 
 @asynccontextmanager
 async def _session(opts: Options, where: Where | None) -> AsyncIterator[Client]:
-    paths, _ = settings(where)
+    paths, config = settings(where)
     async with connect(
         paths.socket,
         cwd=opts.cwd or Path(os.getcwd()),
         client=f"zot/{__version__}",
-        token=opts.token,
+        token=token_for(opts.token, config),
     ) as zot:
         yield zot
 
@@ -66,8 +66,8 @@ def _run(opts: Options, where: Where | None, body: Callable[[Client], Awaitable[
             async with _session(opts, where) as zot:
                 return await body(zot)
         except ZotdError as exc:
-            die(f"zot: {exc.message}", code=1)
-            return 1
+            hint = " (pass --token or set ZOTD_TOKEN)" if exc.code == "unauthorized" else ""
+            die(f"zot: {exc.message}{hint}")
 
     return run_async(go)
 
@@ -82,7 +82,7 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
         if o.json:
             print_json(found)
         elif not found:
-            print("no commands (no extension registered one; see `zot ext list`)")
+            print("no commands (no extension registered one)")
         else:
             print(table([(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
         return 0
@@ -109,7 +109,12 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
 
 
 @app.command
-def run(name: str, *args: str, opts: Options | None = None, where: Where | None = None) -> int:
+def run(
+    name: str,
+    *args: Annotated[str, Parameter(allow_leading_hyphen=True)],
+    opts: Options | None = None,
+    where: Where | None = None,
+) -> int:
     """Run a slash command, as a user typing /NAME ARGS would.
 
     Prints what the extension answered: the prompt the agent would submit, the
@@ -132,6 +137,8 @@ def run(name: str, *args: str, opts: Options | None = None, where: Where | None 
                 print(f"[{res.extension}] insert: {res.insert}")
             elif res.action == "display":
                 print(res.display)
+            elif not res.error:
+                print(f"[{res.extension}] done (nothing to show)")
             if res.error:
                 print(f"[{res.extension}] error: {res.error}", file=sys.stderr)
         return 1 if res.error else 0
@@ -159,6 +166,8 @@ def call(
         timeout: Seconds to wait for the result [default: the daemon's tool_timeout].
     """
     o = opts or Options()
+    if timeout is not None and timeout <= 0:
+        die("zot: --timeout must be a positive number of seconds", code=2)
     try:
         parsed = msgspec.json.decode(args)
     except msgspec.DecodeError as exc:

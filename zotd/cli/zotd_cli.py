@@ -7,6 +7,8 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -15,12 +17,14 @@ import trio
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import NotRunning, ZotdError, connect
+from ..client import Client, NotRunning, ZotdError, connect
+from ..config import Config
 from ..daemon import Daemon
 from ..extension import tail
 from ..listener import AlreadyRunning, SocketError
 from ..paths import Paths
-from .common import Where, die, print_json, run_async, settings
+from ..protocol import agent as ap
+from .common import Where, die, print_json, run_async, settings, token_for
 
 app = App(
     name="zotd",
@@ -69,20 +73,33 @@ def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
     return 0
 
 
-async def _status(paths: Paths) -> tuple[int, str] | None:
+@asynccontextmanager
+async def _operator(paths: Paths, config: Config) -> AsyncIterator[Client]:
+    # An operator connection: authenticated, joined to no workspace.
+    async with connect(
+        paths.socket, attach=False, client="zotd-cli", token=token_for(None, config)
+    ) as zot:
+        yield zot
+
+
+async def _status(paths: Paths, config: Config) -> ap.StatusData | None:
+    """The running daemon's status, or ``None`` if none answers.
+
+    Raises:
+        ZotdError: one answers, but not with a status (unauthorized, stopping, ...).
+    """
     try:
-        async with connect(paths.socket, attach=False, client="zotd-cli") as zot:
-            st = await zot.status()
-            return st.pid, st.zotd_version
+        async with _operator(paths, config) as zot:
+            return await zot.status()
     except NotRunning:
         return None
 
 
-async def _answers(paths: Paths) -> bool:
+def _status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
     try:
-        return await _status(paths) is not None
-    except ZotdError:
-        return True  # it answers, if only to say it is shutting down
+        return run_async(functools.partial(_status, paths, config))
+    except ZotdError as exc:
+        return die(f"zotd: {exc.message}")
 
 
 @app.command
@@ -95,10 +112,11 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
         ext: An extension directory to load for this run only (repeatable).
         log_level: debug, info, warning or error.
     """
-    paths, _ = settings(where)
+    paths, config = settings(where)
     dirs = _check_ext(ext)
-    running = run_async(functools.partial(_status_code, paths))
-    if running == 0:
+    running = _status_or_die(paths, config)
+    if running is not None:
+        print(f"zotd is already running: pid {running.pid}, socket {paths.socket}")
         return 0
     argv = [sys.executable, "-m", "zotd", "--socket", str(paths.socket)]
     if where and where.config:
@@ -117,50 +135,49 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
         if proc.poll() is not None:
             lines = "\n".join("  " + line for line in tail(paths.daemon_log, 5))
             die(f"zotd: the daemon exited with code {proc.returncode}:\n{lines}")
-        found = anyio.run(_status, paths, backend="trio")
+        found = _status_or_die(paths, config)
         if found is not None:
-            print(f"zotd started: pid {found[0]}, socket {paths.socket}, log {paths.daemon_log}")
+            print(f"zotd started: pid {found.pid}, socket {paths.socket}, log {paths.daemon_log}")
             return 0
         time.sleep(0.05)
     die(
-        f"zotd: started pid {proc.pid} but it did not answer within {START_TIMEOUT:g} s; see {paths.daemon_log}"
+        f"zotd: started pid {proc.pid} but it did not answer within {START_TIMEOUT:g} s; "
+        f"see {paths.daemon_log}"
     )
     return 1
-
-
-async def _status_code(paths: Paths) -> int:
-    found = await _status(paths)
-    if found is None:
-        return 1
-    print(f"zotd is already running: pid {found[0]}, socket {paths.socket}")
-    return 0
 
 
 @app.command
 def stop(*, where: Where | None = None) -> int:
     """Stop the daemon gracefully (its extensions get their shutdown)."""
-    paths, _ = settings(where)
+    paths, config = settings(where)
 
     async def go() -> int:
         try:
-            async with connect(paths.socket, attach=False, client="zotd-cli") as zot:
+            async with _operator(paths, config) as zot:
                 pid = (await zot.status()).pid
                 await zot.shutdown()
         except NotRunning:
             print("zotd is not running")
             return 0
         except ZotdError as exc:
-            die(f"zotd: {exc}")
+            return die(f"zotd: {exc.message}")
         with anyio.move_on_after(10):
             # Polling is the point: nothing else tells us the socket is gone.
-            while await _answers(paths):  # noqa: ASYNC110
+            while await _answers(paths, config):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
             print(f"zotd stopped (pid {pid})")
             return 0
-        die(f"zotd: pid {pid} is still answering after 10 s")
-        return 1
+        return die(f"zotd: pid {pid} is still answering after 10 s")
 
     return run_async(go)
+
+
+async def _answers(paths: Paths, config: Config) -> bool:
+    try:
+        return await _status(paths, config) is not None
+    except ZotdError:
+        return True  # it answers, if only to say it is shutting down
 
 
 @app.command
@@ -170,32 +187,22 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
     Args:
         json: Print the status as JSON.
     """
-    paths, _ = settings(where)
-
-    async def go() -> int:
-        try:
-            async with connect(paths.socket, attach=False, client="zotd-cli") as zot:
-                st = await zot.status()
-        except NotRunning:
-            print(f"zotd is not running (socket {paths.socket})")
-            return 1
-        except ZotdError as exc:
-            die(f"zotd: {exc}")
-        if json:
-            print_json(st)
-            return 0
-        print(
-            f"zotd {st.zotd_version} running: pid {st.pid}, socket {st.socket}, up {st.uptime_s:.0f} s"
-        )
-        if not st.workspaces:
-            print("no workspaces (none until an agent says hello)")
-        for ws in st.workspaces:
-            print(
-                f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, {ws.clients} client(s)"
-            )
+    paths, config = settings(where)
+    st = _status_or_die(paths, config)
+    if st is None:
+        print(f"zotd is not running (socket {paths.socket})")
+        return 1
+    if json:
+        print_json(st)
         return 0
-
-    return run_async(go)
+    print(
+        f"zotd {st.zotd_version} running: pid {st.pid}, socket {st.socket}, up {st.uptime_s:.0f} s"
+    )
+    if not st.workspaces:
+        print("no workspaces (none until an agent says hello)")
+    for ws in st.workspaces:
+        print(f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, {ws.clients} client(s)")
+    return 0
 
 
 def main() -> None:
