@@ -91,6 +91,25 @@ def add_extension(
     return directory
 
 
+def quickstart_dir(root: Path) -> Path:
+    """The reference's quick start, installed as $ZOT_HOME/extensions/hello-py/."""
+    directory = root / "hello-py"
+    directory.mkdir(parents=True)
+    shutil.copy(QUICKSTART, directory / "hello.py")
+    (directory / "extension.json").write_text(
+        json.dumps(
+            {
+                "name": "hello-py",
+                "version": "1.0.0",
+                "exec": "./hello.py",
+                "language": "python",
+                "enabled": True,
+            }
+        )
+    )
+    return directory
+
+
 StartDaemon = Callable[..., Awaitable[Daemon]]
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from typing import IO, Any
 import pytest
 import trio
 
-from tests.conftest import QUICKSTART, add_extension, pid_alive
+from tests.conftest import add_extension, pid_alive, quickstart_dir
 from zotd import __version__
 from zotd.client import connect
 
@@ -553,21 +552,7 @@ def test_foreground_daemon_stops_gracefully_on(
 
 
 def test_quickstart_hellopy(cli: Cli) -> None:
-    directory = cli.home / "extensions" / "hello-py"
-    directory.mkdir(parents=True)
-    shutil.copy(QUICKSTART, directory / "hello.py")
-    (directory / "extension.json").write_text(
-        json.dumps(
-            {
-                "name": "hello-py",
-                "version": "1.0.0",
-                "exec": "./hello.py",
-                "language": "python",
-                "enabled": True,
-            },
-            indent=2,
-        )
-    )
+    quickstart_dir(cli.home / "extensions")
     cli.start()
     res = cli.zot("run", "/hellopy")
     assert (res.returncode, res.stdout, res.stderr) == (

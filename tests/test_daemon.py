@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import sys
 from pathlib import Path
@@ -12,30 +11,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.conftest import FAKE, QUICKSTART, StartDaemon, add_extension, pid_alive
+from tests.conftest import FAKE, StartDaemon, add_extension, pid_alive, quickstart_dir
 from zotd.client import ZotdError, connect
 from zotd.paths import Paths
 from zotd.protocol.agent import ExtensionStatePush, NotifyPush
 from zotd.protocol.extension import ImageBlock, TextBlock
-
-
-def quickstart_dir(root: Path) -> Path:
-    """The reference's quick start, installed as $ZOT_HOME/extensions/hello-py/."""
-    directory = root / "hello-py"
-    directory.mkdir(parents=True)
-    shutil.copy(QUICKSTART, directory / "hello.py")
-    (directory / "extension.json").write_text(
-        json.dumps(
-            {
-                "name": "hello-py",
-                "version": "1.0.0",
-                "exec": "./hello.py",
-                "language": "python",
-                "enabled": True,
-            }
-        )
-    )
-    return directory
 
 
 async def test_quickstart_extension_answers_hellopy(
