@@ -490,3 +490,34 @@ async def test_shutdown_time_does_not_grow_with_extensions(
     # In parallel: one shutdown_timeout (1 s) plus one kill_timeout (0.5 s), not twelve.
     assert trio.current_time() - start < 3
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+async def test_exit_takes_the_process_group_along(
+    start_daemon: StartDaemon, paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    directory = paths.extensions_dir / "forker"
+    directory.mkdir(parents=True)
+    pidfile = short_tmp / "child.pid"
+    script = directory / "run.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        'echo \'{"type":"hello","name":"forker"}\'\n'
+        'echo \'{"type":"ready"}\'\n'
+        f"sleep 60 & echo $! > {pidfile}\n"
+        "read line\n"  # the first frame from zotd (hello_ack), then exit
+        "exit 3\n"
+    )
+    script.chmod(0o755)
+    (directory / "extension.json").write_text('{"name": "forker", "exec": "./run.sh"}')
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        with trio.fail_after(5):
+            while (await zot.list_extensions())[0].state != "failed":
+                await trio.sleep(0.02)
+        child = int(pidfile.read_text())
+        # The background `sleep` was in the extension's process group: gone too.
+        with trio.fail_after(2):
+            while Path(f"/proc/{child}").exists() and pid_alive(child):
+                await trio.sleep(0.02)
+        info = (await zot.list_extensions())[0]
+    assert info.last_error == "exited with code 3"

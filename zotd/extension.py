@@ -212,9 +212,8 @@ class Extension:
                     await reader_done.wait()
                 nursery.cancel_scope.cancel()
         finally:
-            # Whatever the extension left in its process group goes with it.
-            process.signal_group(signal.SIGKILL)
-            if self.exit_code is None:  # cancelled: reap what we just killed
+            if self.exit_code is None:  # cancelled: kill the group and reap it
+                process.signal_group(signal.SIGKILL)
                 with trio.CancelScope(shield=True), trio.move_on_after(self._config.kill_timeout):
                     self.exit_code = await process.wait()
             self._process_exited.set()
@@ -226,11 +225,11 @@ class Extension:
                 self.state = State.FAILED
             elif self._stop_code is not None or code == 0:
                 self.state = State.EXITED
-                self.note(f"exited with code {code}")
+                self.note(_describe_exit(code))
             else:
                 self.state = State.FAILED
-                self.last_error = self.last_error or f"exited with code {code}"
-                self.note(f"exited with code {code}")
+                self.last_error = self.last_error or _describe_exit(code)
+                self.note(_describe_exit(code))
         error = RequestError(
             self._stop_code or ErrorCode.EXTENSION_FAILED,
             f"extension {self.name!r} {_describe_exit(code)} before replying",

@@ -16,6 +16,7 @@ group: wrappers such as ``sh -c`` or ``npx`` take their children with them.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -41,7 +42,8 @@ class Process(Protocol):
     def stdout(self) -> trio.abc.ReceiveStream: ...
 
     async def wait(self) -> int:
-        """Waits for the process to exit; returns its exit code (-N for signal N)."""
+        """Waits for the process to exit, SIGKILLs whatever is left in its
+        process group, and returns its exit code (-N for signal N)."""
         ...
 
     def signal_group(self, sig: int) -> None:
@@ -74,8 +76,10 @@ class ChildProcess:
         return self._popen.returncode
 
     async def wait(self) -> int:
-        """Waits for exit and reaps the process.
+        """Waits for exit, kills the rest of the process group, reaps the process.
 
+        On Linux the group is swept while the leader is still a zombie, so
+        its pid (the group's id) cannot have been reused by then.
         Cancellation leaves the process running (and unreaped); the caller
         then signals it and waits again.
         """
@@ -91,15 +95,18 @@ class ChildProcess:
                     await trio.lowlevel.wait_readable(pidfd)
                 finally:
                     os.close(pidfd)
+                self.signal_group(signal.SIGKILL)
                 return self._popen.wait()
         # Elsewhere: a worker thread blocks in waitpid; abandoned on cancel.
-        return await trio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
+        code = await trio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
+        self.signal_group(signal.SIGKILL)
+        return code
 
     def signal_group(self, sig: int) -> None:
         """Signals the whole process group, even after the leader has exited.
 
-        A pgid cannot be reused while any process is still in that group, so
-        this never hits a stranger.
+        A pgid cannot be reused while any process is still in that group (nor
+        while the leader is an unreaped zombie), so this never hits a stranger.
         """
         try:
             os.killpg(self._popen.pid, sig)
