@@ -521,3 +521,22 @@ async def test_exit_takes_the_process_group_along(
                 await trio.sleep(0.02)
         info = (await zot.list_extensions())[0]
     assert info.last_error == "exited with code 3"
+
+
+async def test_a_workspace_bug_fails_hello_not_the_daemon(
+    start_daemon: StartDaemon, paths: Paths, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zotd.workspace
+
+    def broken_discover(**kwargs: object) -> list[object]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(zotd.workspace, "discover", broken_discover)
+    await start_daemon()
+    with pytest.raises(ZotdError) as err:
+        async with connect(paths.socket, cwd=project):
+            pass
+    assert err.value.code == "internal"
+    assert "RuntimeError('boom')" in err.value.message
+    async with connect(paths.socket, attach=False) as zot:
+        assert await zot.ping()

@@ -192,9 +192,12 @@ class Daemon:
     async def _run_workspace(self, ws: Workspace) -> None:
         try:
             await ws.run()
-        except Exception:
+        except Exception as exc:
             log.exception("workspace %s crashed", ws.root)
+            ws.crashed = repr(exc)
         finally:
+            ws.stopping = True
+            ws.started.set()  # nobody waits forever for a workspace that died
             if self.workspaces.get(ws.root) is ws:
                 del self.workspaces[ws.root]
 

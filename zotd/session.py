@@ -269,6 +269,10 @@ class ClientSession:
         ws = daemon.join_workspace(root, provider=req.provider, model=req.model)
         self.workspace = ws
         await ws.started.wait()
+        if ws.crashed is not None:
+            self.workspace, self.authenticated = None, False
+            ws.release(self)
+            raise RequestError(Code.INTERNAL, f"the workspace {root} failed: {ws.crashed}")
         if self.subscribed:
             ws.subscribers.add(self)
         log.info("client %d (%s) joined %s", self.number, req.client or "?", root)

@@ -77,8 +77,10 @@ class Workspace:
         self.registry = Registry(
             reserved_commands=ctx.config.reserved_commands, builtin_tools=BUILTIN_TOOLS
         )
-        #: Set once every extension's supervisor is spawned.
+        #: Set once every extension's supervisor is spawned (or the workspace died).
         self.started = trio.Event()
+        #: Why :meth:`run` died, if a bug of ours made it.
+        self.crashed: str | None = None
         self._stop = trio.Event()
         self._stop_code = ap.ErrorCode.EXTENSION_FAILED
         self._clients_changed = trio.Event()
