@@ -231,6 +231,31 @@ class Client:
         """Turns push frames on (see :meth:`notifications`)."""
         await self.request("subscribe", notifications=notifications)
 
+    async def ext_install(self, source: str, *, scope: str = "global") -> ap.ExtChangeData:
+        """Installs an extension from a directory or git URL, and starts it."""
+        return await self._typed(ap.ExtChangeData, "ext_install", source=source, scope=scope)
+
+    async def ext_remove(self, name: str) -> ap.ExtChangeData:
+        """Stops an installed extension and deletes its directory."""
+        return await self._typed(ap.ExtChangeData, "ext_remove", name=name)
+
+    async def ext_enable(self, name: str) -> ap.ExtChangeData:
+        """Enables an extension in its manifest and starts it."""
+        return await self._typed(ap.ExtChangeData, "ext_enable", name=name)
+
+    async def ext_disable(self, name: str) -> ap.ExtChangeData:
+        """Disables an extension in its manifest and stops it."""
+        return await self._typed(ap.ExtChangeData, "ext_disable", name=name)
+
+    async def ext_reload(self, name: str | None = None) -> list[ap.ExtensionInfo]:
+        """Restarts one extension, or all, from disk; returns them once ready."""
+        fields = {} if name is None else {"name": name}
+        return (await self._typed(ap.ExtReloadData, "ext_reload", **fields)).extensions
+
+    async def ext_logs(self, name: str, lines: int = 100) -> ap.LogsData:
+        """The end of an extension's log."""
+        return await self._typed(ap.LogsData, "ext_logs", name=name, lines=lines)
+
     async def shutdown(self) -> None:
         """Asks the daemon to stop gracefully."""
         await self.request("shutdown")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from . import AGENT_PROTOCOL_VERSION, __version__
+from . import AGENT_PROTOCOL_VERSION, __version__, admin
 from .errors import RequestError
 from .protocol import agent as ap
 from .protocol.frames import FrameError, UnknownFrame
@@ -236,6 +236,18 @@ class ClientSession:
                 return await ws.call_tool(name, args, timeout_s)
             case ap.EmitEvent(event=event):
                 return ws.emit_event(event, ap.event_payload(line))
+            case ap.ExtInstall(source=source, scope=scope):
+                return await admin.install(self.daemon, ws, source, scope)
+            case ap.ExtRemove(name=name):
+                return await admin.remove(self.daemon, ws, name)
+            case ap.ExtEnable(name=name):
+                return await admin.set_enabled(self.daemon, ws, name, True)
+            case ap.ExtDisable(name=name):
+                return await admin.set_enabled(self.daemon, ws, name, False)
+            case ap.ExtReload(name=name):
+                return await admin.reload(self.daemon, ws, name)
+            case ap.ExtLogs(name=name, lines=lines):
+                return await admin.logs(self.daemon, ws, name, lines)
             case ap.Intercept(event=event):
                 if event != "tool_call":
                     raise RequestError(

@@ -22,7 +22,7 @@ from . import EXTENSION_PROTOCOL_VERSION, __version__
 from .config import BUILTIN_TOOLS, Config
 from .errors import RequestError
 from .extension import Extension, State
-from .manifest import discover
+from .manifest import Found, discover
 from .paths import Paths
 from .process import Spawner
 from .protocol import agent as ap
@@ -77,6 +77,8 @@ class Workspace:
         self.registry = Registry(
             reserved_commands=ctx.config.reserved_commands, builtin_tools=BUILTIN_TOOLS
         )
+        self._nursery: trio.Nursery | None = None
+        self._locks: dict[str, trio.Lock] = {}
         #: Set once every extension's supervisor is spawned (or the workspace died).
         self.started = trio.Event()
         #: Why :meth:`run` died, if a bug of ours made it.
@@ -96,24 +98,11 @@ class Workspace:
         in parallel, shielded, within the shutdown deadlines; cancellation
         kills the extensions' process groups.
         """
-        found = discover(
-            workspace=self.root,
-            global_dir=self._ctx.paths.extensions_dir,
-            explicit=self._ctx.explicit,
-            path_env=self._env.get("PATH", ""),
-        )
+        found = self.discover()
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             for f in found:
-                ext = Extension(
-                    f,
-                    host=self,
-                    config=self._config,
-                    log_path=self._ctx.paths.extension_log(f.name),
-                    spawner=self._ctx.spawner,
-                    env=self._env,
-                )
-                self.extensions[ext.name] = ext
-                nursery.start_soon(ext.run, name=f"extension {ext.name}")
+                self._start(f)
             nursery.start_soon(self._idle_watch)
             log.info("workspace %s: %d extension(s)", self.root, len(found))
             self.started.set()
@@ -125,6 +114,67 @@ class Workspace:
             nursery.cancel_scope.cancel()
         log.info("workspace %s stopped", self.root)
 
+    def discover(self) -> list[Found]:
+        """What the workspace's extensions are on disk now, one per name."""
+        return discover(
+            workspace=self.root,
+            global_dir=self._ctx.paths.extensions_dir,
+            explicit=self._ctx.explicit,
+            path_env=self._env.get("PATH", ""),
+        )
+
+    def _start(self, found: Found) -> Extension:
+        assert self._nursery is not None
+        ext = Extension(
+            found,
+            host=self,
+            config=self._config,
+            log_path=self._ctx.paths.extension_log(found.name),
+            spawner=self._ctx.spawner,
+            env=self._env,
+        )
+        self.extensions[ext.name] = ext
+        self._nursery.start_soon(ext.run, name=f"extension {ext.name}")
+        return ext
+
+    async def refresh(self, name: str, *, reload: bool = False) -> Extension | None:
+        """Brings extension ``name`` in line with the disk, live.
+
+        Re-reads the manifests. If what the workspace runs under ``name`` is
+        no longer what discovery finds (installed, removed, enabled,
+        disabled, or revealed by the removal of one that hid it), or if
+        ``reload``, the old one is stopped gracefully (its pending calls fail
+        with ``extension_failed``) and the new one started; returns once it
+        is ready (or settled). Agents see the change as ``extension_state``
+        pushes. Returns what now runs under ``name``, if anything.
+        """
+        async with self._locks.setdefault(name, trio.Lock()):
+            if self.stopping:
+                return None
+            found = next((f for f in self.discover() if f.name == name), None)
+            old = self.extensions.get(name)
+            if old is not None and found is not None and not reload and old.found == found:
+                return old  # unchanged
+            if old is not None:
+                await old.stop(ap.ErrorCode.EXTENSION_FAILED)
+                del self.extensions[name]
+            if found is None:
+                if old is not None:
+                    self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
+                return None
+            ext = self._start(found)
+            if reload and old is not None:
+                ext.restarts = old.restarts + 1
+            await ext.settled.wait()
+            return ext
+
+    async def stop_extension(self, name: str) -> None:
+        """Stops extension ``name`` gracefully and keeps it listed (as exited)."""
+        async with self._locks.setdefault(name, trio.Lock()):
+            ext = self.extensions.get(name)
+            if ext is not None:
+                await ext.stop(ap.ErrorCode.EXTENSION_FAILED)
+
     def stop_soon(self, code: str = ap.ErrorCode.EXTENSION_FAILED) -> None:
         """Asks :meth:`run` to stop; pending calls fail with ``code``."""
         self.stopping = True
@@ -134,7 +184,7 @@ class Workspace:
     async def stop_extensions(self, code: str) -> None:
         """Stops every extension in parallel (each bounded by the shutdown deadlines)."""
         async with trio.open_nursery() as nursery:
-            for ext in self.extensions.values():
+            for ext in list(self.extensions.values()):
                 nursery.start_soon(ext.stop, code)
 
     async def wait_settled(self) -> None:
@@ -224,13 +274,14 @@ class Workspace:
 
     # --- requests -----------------------------------------------------------------
 
+    def info_of(self, ext: Extension) -> ap.ExtensionInfo:
+        """An extension as ``list_extensions`` shows it."""
+        commands = [c.name for c in self.registry.commands_of(ext.name)]
+        tools = [t.name for t in self.registry.tools_of(ext.name)]
+        return ext.info(commands, tools)
+
     def list_extensions(self) -> ap.ExtensionsData:
-        infos = []
-        for ext in self.extensions.values():
-            commands = [c.name for c in self.registry.commands_of(ext.name)]
-            tools = [t.name for t in self.registry.tools_of(ext.name)]
-            infos.append(ext.info(commands, tools))
-        return ap.ExtensionsData(extensions=infos)
+        return ap.ExtensionsData(extensions=[self.info_of(e) for e in self.extensions.values()])
 
     def list_commands(self) -> ap.CommandsData:
         return ap.CommandsData(commands=self.registry.command_infos())

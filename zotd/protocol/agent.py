@@ -110,6 +110,44 @@ class Subscribe(_Request, tag="subscribe"):
     notifications: bool = True
 
 
+class ExtInstall(_Request, tag="ext_install"):
+    """Installs from a directory or git URL into ``scope`` (``global`` or ``project``)."""
+
+    source: str
+    scope: str = "global"
+
+
+class ExtRemove(_Request, tag="ext_remove"):
+    """Stops an installed extension everywhere and deletes its directory."""
+
+    name: str
+
+
+class ExtEnable(_Request, tag="ext_enable"):
+    """Sets ``enabled: true`` in the manifest and starts the extension."""
+
+    name: str
+
+
+class ExtDisable(_Request, tag="ext_disable"):
+    """Sets ``enabled: false`` in the manifest and stops the extension."""
+
+    name: str
+
+
+class ExtReload(_Request, tag="ext_reload"):
+    """Restarts one extension (or all) from its manifest on disk."""
+
+    name: str | None = None
+
+
+class ExtLogs(_Request, tag="ext_logs"):
+    """The last ``lines`` lines of an extension's log."""
+
+    name: str
+    lines: int = 100
+
+
 class Status(_Request, tag="status"):
     """The daemon's pid, version, socket and workspaces."""
 
@@ -129,6 +167,12 @@ Request = (
     | EmitEvent
     | Intercept
     | Subscribe
+    | ExtInstall
+    | ExtRemove
+    | ExtEnable
+    | ExtDisable
+    | ExtReload
+    | ExtLogs
     | Status
     | Shutdown
 )
@@ -282,6 +326,33 @@ class InterceptData(msgspec.Struct):
     extension: str = ""
 
 
+class ExtChangeData(msgspec.Struct):
+    """``data`` of ``ext_install``, ``ext_remove``, ``ext_enable``, ``ext_disable``.
+
+    ``extension`` is what the caller's workspace now runs under that name
+    (``None`` after a removal that revealed nothing, or if it is not in the
+    caller's workspace).
+    """
+
+    name: str
+    dir: str
+    scope: str
+    extension: ExtensionInfo | None
+
+
+class ExtReloadData(msgspec.Struct):
+    """``data`` of ``ext_reload``: the reloaded extensions of the caller's workspace."""
+
+    extensions: list[ExtensionInfo]
+
+
+class LogsData(msgspec.Struct):
+    """``data`` of ``ext_logs``."""
+
+    path: str
+    lines: list[str]
+
+
 class WorkspaceStatus(msgspec.Struct):
     """One workspace in ``status``."""
 
@@ -321,6 +392,12 @@ _request_decoder: FrameDecoder[Request] = FrameDecoder(
         EmitEvent,
         Intercept,
         Subscribe,
+        ExtInstall,
+        ExtRemove,
+        ExtEnable,
+        ExtDisable,
+        ExtReload,
+        ExtLogs,
         Status,
         Shutdown,
     ),
