@@ -100,10 +100,16 @@ def _copy(source: str, tree: Path) -> None:
     src = Path(source)
     if not src.is_dir():
         raise ManageError(f"{source}: no such directory (nor a git URL)")
+    if tree.resolve().is_relative_to(src.resolve()):
+        raise ManageError(f"cannot install {source} into a directory inside itself")
     try:
         shutil.copytree(src, tree, symlinks=True)
-    except (OSError, shutil.Error) as exc:
-        raise ManageError(f"cannot copy {source}: {exc}") from None
+    except shutil.Error as exc:
+        failures = exc.args[0] if exc.args and isinstance(exc.args[0], list) else []
+        first = f": {failures[0][2]}" if failures else ""
+        raise ManageError(f"cannot copy {source}: {len(failures)} file(s) failed{first}") from None
+    except OSError as exc:
+        raise ManageError(f"cannot copy {source}: {exc.strerror or exc}") from None
 
 
 def _clone(source: str, tree: Path) -> None:

@@ -13,6 +13,8 @@ import anyio
 import msgspec
 from cyclopts import Parameter
 
+from .. import __version__
+from ..client import Client, NotRunning, ZotdError, connect
 from ..config import Config, ConfigError, load_config
 from ..paths import Paths
 
@@ -86,3 +88,55 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) ->
         cells = [c.ljust(w) for c, w in zip(r, widths, strict=False)] + [r[-1]]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+@Parameter(name="*")
+@dataclass
+class Options:
+    """Options every zot command takes."""
+
+    json: bool = False
+    """Print JSON instead of text."""
+
+    cwd: Path | None = None
+    """The project directory (workspace) [default: the current directory]."""
+
+    token: str | None = None
+    """The daemon's token, if it has one [default: $ZOTD_TOKEN, else token in zotd.toml]."""
+
+
+def with_client(
+    opts: Options,
+    where: Where | None,
+    body: Callable[[Client], Awaitable[int]],
+    offline: Callable[[], int] | None = None,
+) -> int:
+    """Connects to the workspace of ``--cwd`` and runs ``body``; its result is the exit code.
+
+    With ``offline``, a daemon that is not running is not an error: ``offline()``
+    runs instead. Any other failure prints ``zot: <message>`` and exits 1.
+    """
+    paths, config = settings(where)
+
+    async def go() -> int | None:
+        try:
+            async with connect(
+                paths.socket,
+                cwd=opts.cwd or Path(os.getcwd()),
+                client=f"zot/{__version__}",
+                token=token_for(opts.token, config),
+            ) as zot:
+                return await body(zot)
+        except NotRunning:
+            if offline is None:
+                raise
+            return None
+        except ZotdError as exc:
+            hint = " (pass --token or set ZOTD_TOKEN)" if exc.code == "unauthorized" else ""
+            die(f"zot: {exc.message}{hint}")
+
+    try:
+        code = run_async(go)
+    except NotRunning as exc:
+        die(f"zot: {exc.message}")
+    return offline() if code is None and offline is not None else (code or 0)

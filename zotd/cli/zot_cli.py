@@ -9,67 +9,25 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import Client, ZotdError, connect
+from ..client import Client
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
-from .common import Where, die, print_json, run_async, settings, table, token_for
+from . import ext_cli
+from .common import Options, Where, die, print_json, table, with_client
 
 app = App(
     name="zot",
-    help="Talk to zotd: run extension commands, call tools, follow events.",
+    help="Talk to zotd: run extension commands, call tools, follow events, manage extensions.",
     version=__version__,
 )
-
-
-@Parameter(name="*")
-@dataclass
-class Options:
-    """Options every zot command takes."""
-
-    json: bool = False
-    """Print JSON instead of text."""
-
-    cwd: Path | None = None
-    """The project directory (workspace) [default: the current directory]."""
-
-    token: str | None = None
-    """The daemon's token, if it has one [default: $ZOTD_TOKEN]."""
-
-
-@asynccontextmanager
-async def _session(opts: Options, where: Where | None) -> AsyncIterator[Client]:
-    paths, config = settings(where)
-    async with connect(
-        paths.socket,
-        cwd=opts.cwd or Path(os.getcwd()),
-        client=f"zot/{__version__}",
-        token=token_for(opts.token, config),
-    ) as zot:
-        yield zot
-
-
-def _run(opts: Options, where: Where | None, body: Callable[[Client], Awaitable[int]]) -> int:
-    async def go() -> int:
-        try:
-            async with _session(opts, where) as zot:
-                return await body(zot)
-        except ZotdError as exc:
-            hint = " (pass --token or set ZOTD_TOKEN)" if exc.code == "unauthorized" else ""
-            die(f"zot: {exc.message}{hint}")
-
-    return run_async(go)
+app.command(ext_cli.app)
 
 
 @app.command
@@ -87,7 +45,7 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
             print(table([(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
         return 0
 
-    return _run(o, where, body)
+    return with_client(o, where, body)
 
 
 @app.command
@@ -105,7 +63,7 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
             print(table([(t.name, t.description, f"({t.extension})") for t in found]))
         return 0
 
-    return _run(o, where, body)
+    return with_client(o, where, body)
 
 
 @app.command
@@ -143,7 +101,7 @@ def run(
                 print(f"[{res.extension}] error: {res.error}", file=sys.stderr)
         return 1 if res.error else 0
 
-    return _run(o, where, body)
+    return with_client(o, where, body)
 
 
 @app.command
@@ -185,7 +143,7 @@ def call(
                 print(_describe_block(block), file=out)
         return 1 if res.is_error else 0
 
-    return _run(o, where, body)
+    return with_client(o, where, body)
 
 
 def _describe_block(block: Any) -> str:
@@ -224,7 +182,7 @@ def events(*, opts: Options | None = None, where: Where | None = None) -> int:
         print("zotd closed the connection", file=sys.stderr)
         return 1
 
-    return _run(o, where, body)
+    return with_client(o, where, body)
 
 
 def main() -> None:

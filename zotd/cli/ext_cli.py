@@ -1,0 +1,382 @@
+"""``zot ext``: list, install, remove, enable, disable, reload extensions; read their logs.
+
+With a daemon running, every command goes through it (the ``ext_*``
+requests), so a change applies at once to every agent. Without one, the file
+operations still work, on the same directories, and apply when zotd starts.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+from cyclopts import App, Parameter
+
+from .. import manage
+from ..client import Client
+from ..extension import tail
+from ..manifest import Found
+from ..protocol import agent as ap
+from .common import Options, Where, die, print_json, settings, table, with_client
+
+app = App(
+    name="ext",
+    help="Manage extensions: list, install, remove, enable, disable, reload, logs.",
+)
+
+OFFLINE = "zotd is not running; this applies when it next starts"
+
+
+def _cwd(opts: Options) -> Path:
+    return (opts.cwd or Path(os.getcwd())).absolute()
+
+
+def _local(opts: Options, where: Where | None) -> tuple[list[Found], Path]:
+    """What is installed for this directory (no daemon needed), and the global dir."""
+    paths, _ = settings(where)
+    found = manage.installed(workspace=_cwd(opts), global_dir=paths.extensions_dir)
+    return found, paths.extensions_dir
+
+
+def _find_local(opts: Options, where: Where | None, name: str) -> Found:
+    found, _ = _local(opts, where)
+    try:
+        return manage.find(name, found)
+    except manage.ManageError as exc:
+        die(f"zot: {exc}")
+
+
+def _offline_info(f: Found) -> ap.ExtensionInfo:
+    m = f.manifest
+    enabled = m.enabled if m else True
+    return ap.ExtensionInfo(
+        name=f.name,
+        version=m.version if m else "",
+        description=m.description if m else "",
+        language=m.language if m else "",
+        scope=f.scope,
+        dir=str(f.dir),
+        enabled=enabled,
+        state="failed" if f.error else ("disabled" if not enabled else "stopped"),
+        pid=None,
+        restarts=0,
+        exit_code=None,
+        commands=[],
+        tools=[],
+        events=[],
+        intercepts=[],
+        log="",
+        last_error=f.error,
+        log_tail=[],
+    )
+
+
+def _describe(info: ap.ExtensionInfo) -> str:
+    provides = [f"/{c}" for c in info.commands] + info.tools
+    what = f"; provides {', '.join(provides)}" if provides else ""
+    error = f": {info.last_error}" if info.state == "failed" and info.last_error else ""
+    return f"{info.state}{error}{what}"
+
+
+def _print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool) -> int:
+    if json:
+        print_json(infos)
+        return 0
+    if not infos:
+        print("no extensions installed; install one with `zot ext install <path|git-url>`")
+        return 0
+    rows = []
+    for i in infos:
+        provides = ", ".join([f"/{c}" for c in i.commands] + i.tools) or "-"
+        rows.append(
+            (
+                i.name,
+                i.version or "-",
+                i.scope,
+                "yes" if i.enabled else "no",
+                i.state,
+                str(i.pid) if i.pid is not None else "-",
+                str(i.restarts),
+                provides,
+                i.dir,
+            )
+        )
+    header = ("NAME", "VERSION", "SCOPE", "ENABLED", "STATE", "PID", "RESTARTS", "PROVIDES", "DIR")
+    print(table(rows, header))
+    for i in infos:
+        if i.state == "failed" and i.last_error:
+            print(f"{i.name}: {i.last_error}", file=sys.stderr)
+    if not running:
+        print("(zotd is not running: nothing is started; `zotd start` runs them)", file=sys.stderr)
+    return 0
+
+
+@app.command(name="list")
+def list_(*, opts: Options | None = None, where: Where | None = None) -> int:
+    """List the extensions of this directory's workspace: project, global and --ext ones.
+
+    Shows each one's version, scope, live state, pid, restarts, commands and
+    tools, and directory. Works without a running daemon (no live state then).
+    """
+    o = opts or Options()
+
+    async def live(zot: Client) -> int:
+        return _print_list(await zot.list_extensions(), o.json, running=True)
+
+    def offline() -> int:
+        found, _ = _local(o, where)
+        return _print_list([_offline_info(f) for f in found], o.json, running=False)
+
+    return with_client(o, where, live, offline)
+
+
+@app.command
+def install(
+    source: str,
+    *,
+    project: bool = False,
+    opts: Options | None = None,
+    where: Where | None = None,
+) -> int:
+    """Install an extension from a directory (copied) or a git URL (shallow clone).
+
+    It lands in $ZOT_HOME/extensions/<name>/, or with --project in
+    ./.zot/extensions/<name>/, where <name> is the name in its extension.json.
+    A running daemon starts it at once.
+
+    Args:
+        source: A directory holding extension.json, a git URL (https://, ssh://,
+            file://, user@host:path) or a bare git repository.
+        project: Install into this project (./.zot/extensions/) instead of globally.
+    """
+    o = opts or Options()
+    scope = "project" if project else "global"
+    if not manage.is_git_source(source) and Path(source).is_dir():
+        source = str(Path(source).absolute())  # the daemon has its own cwd
+
+    async def live(zot: Client) -> int:
+        res = await zot.ext_install(source, scope=scope)
+        if o.json:
+            print_json(res)
+        else:
+            state = _describe(res.extension) if res.extension else "not started here"
+            print(f"installed {res.name} ({res.scope}) in {res.dir}: {state}")
+        return 0
+
+    def offline() -> int:
+        paths, _ = settings(where)
+        try:
+            root = manage.scope_root(scope, workspace=_cwd(o), global_dir=paths.extensions_dir)
+            found = manage.install(source, root, scope)
+        except manage.ManageError as exc:
+            die(f"zot: {exc}")
+        if o.json:
+            print_json(_offline_info(found))
+        else:
+            print(f"installed {found.name} ({found.scope}) in {found.dir}; {OFFLINE}")
+        return 0
+
+    return with_client(o, where, live, offline)
+
+
+def _confirm(name: str, directory: str) -> None:
+    if not sys.stdin.isatty():
+        die(
+            f"zot: not removing {name} without confirmation, and there is no terminal to ask; "
+            "pass --yes",
+            code=2,
+        )
+    answer = input(f"Remove extension {name} ({directory})? [y/N] ").strip().lower()
+    if answer not in ("y", "yes"):
+        die("zot: not removed")
+
+
+@app.command
+def remove(
+    name: str, *, yes: bool = False, opts: Options | None = None, where: Where | None = None
+) -> int:
+    """Stop an installed extension and delete its directory.
+
+    Asks first, unless --yes.
+
+    Args:
+        name: The extension's name.
+        yes: Do not ask for confirmation.
+    """
+    o = opts or Options()
+
+    async def live(zot: Client) -> int:
+        infos = {i.name: i for i in await zot.list_extensions()}
+        if name not in infos:
+            known = ", ".join(sorted(infos)) or "none"
+            die(f"zot: no extension named {name!r} (installed: {known})")
+        if not yes:
+            _confirm(name, infos[name].dir)
+        res = await zot.ext_remove(name)
+        if o.json:
+            print_json(res)
+        else:
+            print(f"removed {res.name} ({res.dir})")
+            if res.extension is not None:
+                print(f"{name} is now the {res.extension.scope} one: {_describe(res.extension)}")
+        return 0
+
+    def offline() -> int:
+        found = _find_local(o, where, name)
+        if not yes:
+            _confirm(name, str(found.dir))
+        _, global_dir = _local(o, where)
+        try:
+            manage.remove(found, global_dir=global_dir)
+        except manage.ManageError as exc:
+            die(f"zot: {exc}")
+        if o.json:
+            print_json(_offline_info(found))
+        else:
+            print(f"removed {name} ({found.dir}); {OFFLINE}")
+        return 0
+
+    return with_client(o, where, live, offline)
+
+
+def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | None) -> int:
+    o = opts or Options()
+    verb = "enabled" if enabled else "disabled"
+
+    async def live(zot: Client) -> int:
+        res = await (zot.ext_enable(name) if enabled else zot.ext_disable(name))
+        if o.json:
+            print_json(res)
+        else:
+            state = _describe(res.extension) if res.extension else "not in this workspace"
+            print(f"{verb} {name}: {state}")
+        return 0
+
+    def offline() -> int:
+        found = _find_local(o, where, name)
+        try:
+            manage.set_enabled(found, enabled)
+        except manage.ManageError as exc:
+            die(f"zot: {exc}")
+        if o.json:
+            print_json(_offline_info(manage.find(name, _local(o, where)[0])))
+        else:
+            print(f"{verb} {name}; {OFFLINE}")
+        return 0
+
+    return with_client(o, where, live, offline)
+
+
+@app.command
+def enable(name: str, *, opts: Options | None = None, where: Where | None = None) -> int:
+    """Enable an extension (rewrites "enabled" in its extension.json) and start it.
+
+    Args:
+        name: The extension's name.
+    """
+    return _set_enabled(name, True, opts, where)
+
+
+@app.command
+def disable(name: str, *, opts: Options | None = None, where: Where | None = None) -> int:
+    """Disable an extension (rewrites "enabled" in its extension.json) and stop it.
+
+    Args:
+        name: The extension's name.
+    """
+    return _set_enabled(name, False, opts, where)
+
+
+@app.command
+def reload(
+    name: str | None = None, *, opts: Options | None = None, where: Where | None = None
+) -> int:
+    """Restart one extension, or all, from its manifest on disk; wait until ready.
+
+    Calls pending on the old process fail with extension_failed; new calls
+    reach the new one. Directories added by hand are picked up.
+
+    Args:
+        name: The extension to reload [default: all of them].
+    """
+    o = opts or Options()
+
+    async def live(zot: Client) -> int:
+        infos = await zot.ext_reload(name)
+        if o.json:
+            print_json(infos)
+        else:
+            for i in infos:
+                print(f"reloaded {i.name}: {_describe(i)}")
+            if not infos:
+                print("nothing to reload: no extensions here")
+        return 1 if any(i.state == "failed" for i in infos) else 0
+
+    def offline() -> int:
+        die("zot: zotd is not running; nothing to reload (extensions load when it starts)")
+
+    return with_client(o, where, live, offline)
+
+
+@app.command
+def logs(
+    name: str,
+    *,
+    follow: Annotated[bool, Parameter(name=["--follow", "-f"], negative=())] = False,
+    lines: Annotated[int, Parameter(name=["--lines", "-n"])] = 100,
+    opts: Options | None = None,
+    where: Where | None = None,
+) -> int:
+    """Print an extension's log (its stderr, and zotd's notes about it).
+
+    Reads the file directly, so it works whether or not zotd runs.
+
+    Args:
+        name: The extension's name.
+        follow: Keep printing what is appended, until Ctrl+C.
+        lines: How many lines from the end to print first.
+    """
+    o = opts or Options()
+    if lines < 0:
+        die("zot: --lines must be 0 or more", code=2)
+    paths, _ = settings(where)
+    path = paths.extension_log(name)
+    if not path.exists():
+        _find_local(o, where, name)  # an unknown name: says which there are
+        if not follow:
+            print(f"no log yet for {name} ({path})", file=sys.stderr)
+            return 0
+    for line in tail(path, lines) if lines else []:
+        print(line)
+    if follow:
+        try:
+            _follow(path)
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _follow(path: Path) -> None:
+    """Prints what is appended to ``path`` until interrupted (survives truncation)."""
+    try:
+        offset = path.stat().st_size
+    except FileNotFoundError:
+        offset = 0
+    while True:
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size < offset:
+            offset = 0  # truncated or replaced: start over
+        if size > offset:
+            with path.open("rb") as f:
+                f.seek(offset)
+                data = f.read(size - offset)
+            offset += len(data)
+            sys.stdout.write(data.decode("utf-8", "replace"))
+            sys.stdout.flush()
+        time.sleep(0.2)
