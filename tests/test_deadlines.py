@@ -57,6 +57,18 @@ def mute(name: str, **registrations: Any) -> Behaviour:
     return behaviour
 
 
+def stubborn(name: str, **registrations: Any) -> Behaviour:
+    """Like :func:`mute`, and does not exit when its stdin closes either."""
+
+    async def behaviour(io: FakeIO) -> None:
+        await io.hello(name, **registrations)
+        async for _ in io.frames():
+            pass
+        await trio.sleep_forever()
+
+    return behaviour
+
+
 def answering(
     name: str, delay: float = 0.0, block: bool = False, **registrations: Any
 ) -> Behaviour:
@@ -168,15 +180,6 @@ async def test_no_guards_allows_at_once(
 async def test_shutdown_escalation_times(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
 ) -> None:
-    def stubborn(name: str) -> Behaviour:
-        async def behaviour(io: FakeIO) -> None:
-            await io.hello(name)
-            async for _ in io.frames():
-                pass
-            await trio.sleep_forever()  # stdin closed; still does not exit
-
-        return behaviour
-
     async def polite(io: FakeIO) -> None:
         await io.hello("polite")
         async for frame in io.frames():
@@ -346,3 +349,23 @@ async def test_correlation_ids_count_per_extension(
         await ws.intercept({})
     await ws.call_tool("tb", Raw(b"{}"), None)
     assert seen == {"a": ["1", "2", "3", "4"], "b": ["1", "2", "3"]}
+
+
+async def test_a_begun_reload_completes_when_cancelled(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    ws, spawner = await open_workspace(
+        nursery, paths, project, {"s": stubborn("s", tools=["t"])}, s={"ignore_sigterm": True}
+    )
+    await ws.wait_settled()
+    old = spawner.processes["s"]
+    start = trio.current_time()
+    with trio.move_on_after(1):  # the caller gives up half-way through the stop
+        await ws.refresh("s", reload=True)
+    # The refresh went on: the old process was stopped (2 s, SIGTERM, 1 s,
+    # SIGKILL), and a new one started and became ready.
+    assert elapsed(start) == 3
+    assert old.signals == [(start + 2, signal.SIGTERM), (start + 3, signal.SIGKILL)]
+    assert spawner.processes["s"] is not old
+    assert ws.extensions["s"].state == "ready"
+    assert ws.extensions["s"].restarts == 1

@@ -317,3 +317,15 @@ async def test_explicit_extensions_cannot_be_removed(
         assert "loaded with --ext" in err.value.message
         assert [e.name for e in await op.ext_reload("dev")] == ["dev"]
     assert explicit.is_dir()
+
+
+async def test_install_wants_an_absolute_source(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as op:
+        with pytest.raises(ZotdError) as err:
+            await op.ext_install("relative/dir")
+    assert err.value.message == (
+        "`source` must be an absolute path or a git URL, not 'relative/dir'"
+    )

@@ -11,6 +11,7 @@ extensions, the global ones and the daemon's ``--ext`` ones.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -74,6 +75,10 @@ def _change(ws: Workspace, found: Found) -> ap.ExtChangeData:
 
 async def install(daemon: Daemon, ws: Workspace, source: str, scope: str) -> ap.ExtChangeData:
     """Installs ``source`` into ``scope`` and starts it wherever it is seen."""
+    if not (manage.is_git_source(source) or os.path.isabs(source)):
+        raise RequestError(
+            Code.BAD_REQUEST, f"`source` must be an absolute path or a git URL, not {source!r}"
+        )
     try:
         root = manage.scope_root(scope, workspace=ws.root, global_dir=daemon.paths.extensions_dir)
         found = await trio.to_thread.run_sync(manage.install, source, root, scope)

@@ -147,7 +147,16 @@ class Workspace:
         with ``extension_failed``) and the new one started; returns once it
         is ready (or settled). Agents see the change as ``extension_state``
         pushes. Returns what now runs under ``name``, if anything.
+
+        Shielded: once begun, a change is carried through even if the
+        client that asked for it hangs up (it is bounded by the stop and
+        ready deadlines); cancellation takes effect when it is done.
         """
+        with trio.CancelScope(shield=True):
+            ext = await self._refresh(name, reload=reload)
+        return ext
+
+    async def _refresh(self, name: str, *, reload: bool) -> Extension | None:
         async with self._locks.setdefault(name, trio.Lock()):
             if self.stopping:
                 return None
@@ -169,7 +178,14 @@ class Workspace:
             return ext
 
     async def stop_extension(self, name: str) -> None:
-        """Stops extension ``name`` gracefully and keeps it listed (as exited)."""
+        """Stops extension ``name`` gracefully and keeps it listed (as exited).
+
+        Shielded, like :meth:`refresh`.
+        """
+        with trio.CancelScope(shield=True):
+            await self._stop_extension(name)
+
+    async def _stop_extension(self, name: str) -> None:
         async with self._locks.setdefault(name, trio.Lock()):
             ext = self.extensions.get(name)
             if ext is not None:
