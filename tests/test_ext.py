@@ -78,7 +78,7 @@ async def test_install_rollback_without_manifest(
         with pytest.raises(ZotdError) as err:
             await op.ext_install(str(source))
     assert err.value.code == "bad_request"
-    assert f"{source} is not a zot extension: no extension.json" in err.value.message
+    assert f"{source} is not a zot extension: it has no extension.json" in err.value.message
     assert list(paths.extensions_dir.iterdir()) == []  # nothing left behind, not even staging
 
 

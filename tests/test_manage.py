@@ -39,7 +39,7 @@ def test_install_uses_the_manifest_name_not_the_directory_name(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("manifest", "message"),
     [
-        (None, "is not a zot extension: no extension.json"),
+        (None, "is not a zot extension: it has no extension.json"),
         ("{nope", "is not a zot extension"),
         ('{"name": "x"}', "`exec`"),
         ('{"name": "../x", "exec": "./x"}', "invalid name '../x'"),

@@ -51,10 +51,15 @@ def find(name: str, found: list[Found]) -> Found:
     raise ManageError(f"no extension named {name!r} (installed: {names})")
 
 
+def is_url(source: str) -> bool:
+    """Whether ``source`` is a URL or ``user@host:path`` (not a local path)."""
+    return bool(_URL.match(source) or _SCP.match(source))
+
+
 def is_git_source(source: str) -> bool:
     """Whether ``source`` is cloned (a URL, ``user@host:path``, a bare repository)
     rather than copied (a directory)."""
-    if _URL.match(source) or _SCP.match(source):
+    if is_url(source):
         return True
     path = Path(source)
     return (path / "HEAD").is_file() and (path / "objects").is_dir()
@@ -78,10 +83,14 @@ def install(source: str, dest_root: Path, scope: str) -> Found:
             _clone(source, tree)
         else:
             _copy(source, tree)
+        if not (tree / MANIFEST).is_file():
+            raise ManageError(f"{source} is not a zot extension: it has no {MANIFEST}")
         try:
             manifest = read_manifest(tree)
         except ManifestError as exc:
-            raise ManageError(f"{source} is not a zot extension: {exc}") from None
+            # Name the source, not the staging copy that is about to go.
+            why = str(exc).replace(str(tree), source)
+            raise ManageError(f"{source} is not a zot extension: {why}") from None
         target = dest_root / manifest.name
         if target.resolve().parent != dest_root.resolve():
             raise ManageError(f"refusing name {manifest.name!r}: it leads out of {dest_root}")
@@ -114,7 +123,7 @@ def _copy(source: str, tree: Path) -> None:
 
 def _clone(source: str, tree: Path) -> None:
     url = source
-    if not (_URL.match(source) or _SCP.match(source)):
+    if not is_url(source):
         url = Path(source).resolve().as_uri()  # a bare repository path; --depth needs a URL
     try:
         proc = subprocess.run(
@@ -130,8 +139,10 @@ def _clone(source: str, tree: Path) -> None:
     except subprocess.TimeoutExpired:
         raise ManageError(f"git clone {source} took longer than {CLONE_TIMEOUT:g} s") from None
     if proc.returncode != 0:
-        detail = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        raise ManageError(f"git clone {source} failed: {detail[0]}")
+        lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
+        why = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
+        detail = " ".join(why)[:500] or f"exit code {proc.returncode}"
+        raise ManageError(f"git clone {source} failed: {detail}")
 
 
 def remove(found: Found, *, global_dir: Path) -> None:

@@ -166,12 +166,12 @@ class Workspace:
                 return old  # unchanged
             if old is not None:
                 await old.stop(ap.ErrorCode.EXTENSION_FAILED)
-                del self.extensions[name]
             if found is None:
                 if old is not None:
+                    del self.extensions[name]
                     self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
                 return None
-            ext = self._start(found)
+            ext = self._start(found)  # in the old one's place in the listing
             if reload and old is not None:
                 ext.restarts = old.restarts + 1
             await ext.settled.wait()

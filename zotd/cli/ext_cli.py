@@ -17,7 +17,6 @@ from cyclopts import App, Parameter
 
 from .. import manage
 from ..client import Client
-from ..extension import tail
 from ..manifest import Found
 from ..protocol import agent as ap
 from .common import Options, Where, die, print_json, settings, table, with_client
@@ -28,6 +27,7 @@ app = App(
 )
 
 OFFLINE = "zotd is not running; this applies when it next starts"
+NOT_RUNNING = "zotd is not running; these start when it next starts"
 
 
 def _cwd(opts: Options) -> Path:
@@ -110,7 +110,7 @@ def _print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool) -> int
         if i.state == "failed" and i.last_error:
             print(f"{i.name}: {i.last_error}", file=sys.stderr)
     if not running:
-        print("(zotd is not running: nothing is started; `zotd start` runs them)", file=sys.stderr)
+        print(f"({NOT_RUNNING})", file=sys.stderr)
     return 0
 
 
@@ -154,7 +154,7 @@ def install(
     """
     o = opts or Options()
     scope = "project" if project else "global"
-    if not manage.is_git_source(source) and Path(source).is_dir():
+    if not manage.is_url(source) and Path(source).exists():
         source = str(Path(source).absolute())  # the daemon has its own cwd
 
     async def live(zot: Client) -> int:
@@ -162,7 +162,13 @@ def install(
         if o.json:
             print_json(res)
         else:
-            state = _describe(res.extension) if res.extension else "not started here"
+            ext = res.extension
+            if ext is None:
+                state = "not started here"
+            elif ext.dir != res.dir:
+                state = f"hidden here by the {ext.scope} one in {ext.dir}"
+            else:
+                state = _describe(ext)
             print(f"installed {res.name} ({res.scope}) in {res.dir}: {state}")
         return 0
 
@@ -189,7 +195,11 @@ def _confirm(name: str, directory: str) -> None:
             "pass --yes",
             code=2,
         )
-    answer = input(f"Remove extension {name} ({directory})? [y/N] ").strip().lower()
+    try:
+        answer = input(f"Remove extension {name} ({directory})? [y/N] ").strip().lower()
+    except EOFError:  # Ctrl+D: no
+        answer = ""
+        print()
     if answer not in ("y", "yes"):
         die("zot: not removed")
 
@@ -251,8 +261,13 @@ def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | 
         if o.json:
             print_json(res)
         else:
-            state = _describe(res.extension) if res.extension else "not in this workspace"
-            print(f"{verb} {name}: {state}")
+            ext = res.extension
+            if ext is None:
+                print(f"{verb} {name} (not in this workspace)")
+            elif ext.state == "disabled":
+                print(f"{verb} {name}: stopped")
+            else:
+                print(f"{verb} {name}: {_describe(ext)}")
         return 0
 
     def offline() -> int:
@@ -349,22 +364,34 @@ def logs(
         if not follow:
             print(f"no log yet for {name} ({path})", file=sys.stderr)
             return 0
-    for line in tail(path, lines) if lines else []:
-        print(line)
+    offset = _print_tail(path, lines)
     if follow:
         try:
-            _follow(path)
+            _follow(path, offset)
         except KeyboardInterrupt:
             pass
     return 0
 
 
-def _follow(path: Path) -> None:
-    """Prints what is appended to ``path`` until interrupted (survives truncation)."""
+def _print_tail(path: Path, lines: int) -> int:
+    """Prints the last ``lines`` lines; returns the offset they end at."""
     try:
-        offset = path.stat().st_size
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - max(8192, lines * 256)))
+            data = f.read(size - f.tell())
     except FileNotFoundError:
-        offset = 0
+        return 0
+    if lines:
+        for line in data.decode("utf-8", "replace").splitlines()[-lines:]:
+            print(line)
+    sys.stdout.flush()
+    return size
+
+
+def _follow(path: Path, offset: int) -> None:
+    """Prints what is appended to ``path`` past ``offset`` until interrupted
+    (survives truncation)."""
     while True:
         try:
             size = path.stat().st_size
