@@ -285,7 +285,9 @@ def test_bad_config_names_the_field(cli: Cli) -> None:
         res = cli.zotd(*argv)
         assert res.returncode == 2, (argv, res)
         assert res.stdout == ""
-        assert res.stderr.startswith(f"bad config: {cli.config}: field `tool_timeout`"), res.stderr
+        assert res.stderr.startswith(f"zotd: bad config file {cli.config}: field `tool_timeout`"), (
+            res.stderr
+        )
     assert not cli.socket.exists()
     cli.config.write_text("tool_timeout = 5\nno_such_setting = 1\n")
     res = cli.zotd()
@@ -302,7 +304,7 @@ def test_ext_that_is_not_a_directory(cli: Cli) -> None:
     for argv in (["--ext", str(missing)], ["start", "-e", str(missing)]):
         res = cli.zotd(*argv)
         assert (res.returncode, res.stdout, res.stderr) == (
-            1,
+            2,
             "",
             f"zotd: --ext {missing}: not a directory\n",
         ), argv

@@ -50,6 +50,15 @@ def _lookup(ws: Workspace, name: str) -> Found:
         raise RequestError(Code.NOT_FOUND, str(exc)) from None
 
 
+def _refuse_explicit(found: Found) -> None:
+    if found.scope == Scope.EXPLICIT:
+        raise RequestError(
+            Code.BAD_REQUEST,
+            f"{found.name!r} was loaded with --ext from {found.dir}; zotd leaves that "
+            "directory alone (it is not installed). Restart zotd without that --ext to drop it",
+        )
+
+
 def _affected(daemon: Daemon, found: Found) -> list[Workspace]:
     """The running workspaces that can see ``found``."""
     workspaces = [ws for ws in daemon.workspaces.values() if not ws.stopping]
@@ -92,12 +101,7 @@ async def remove(daemon: Daemon, ws: Workspace, name: str) -> ap.ExtChangeData:
     """Stops ``name`` everywhere it runs, deletes its directory, and starts
     whatever it was hiding (a global one under a project one, say)."""
     found = _lookup(ws, name)
-    if found.scope == Scope.EXPLICIT:
-        raise RequestError(
-            Code.BAD_REQUEST,
-            f"{name!r} was loaded with --ext from {found.dir}; it is not installed. "
-            "Restart zotd without that --ext to drop it",
-        )
+    _refuse_explicit(found)
     affected = _affected(daemon, found)
     async with trio.open_nursery() as nursery:
         for w in affected:
@@ -115,6 +119,7 @@ async def remove(daemon: Daemon, ws: Workspace, name: str) -> ap.ExtChangeData:
 async def set_enabled(daemon: Daemon, ws: Workspace, name: str, enabled: bool) -> ap.ExtChangeData:
     """Rewrites ``enabled`` in the manifest and starts or stops the extension."""
     found = _lookup(ws, name)
+    _refuse_explicit(found)
     try:
         await trio.to_thread.run_sync(manage.set_enabled, found, enabled)
     except manage.ManageError as exc:

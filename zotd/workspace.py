@@ -266,6 +266,8 @@ class Workspace:
         )
 
     def on_changed(self, ext: Extension) -> None:
+        if ext.state == State.STOPPING:
+            self.registry.remove(ext.name)  # no new calls to what is going away
         self._push_state(ext)
 
     def on_exit(self, ext: Extension) -> None:

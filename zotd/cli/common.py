@@ -33,7 +33,7 @@ class Where:
     """The config file [default: $ZOTD_CONFIG, else zotd.toml in the user config dir]."""
 
 
-def settings(where: Where | None) -> tuple[Paths, Config]:
+def settings(where: Where | None, prog: str = "zot") -> tuple[Paths, Config]:
     """Resolves the paths and reads the config; exits with a message if it is bad.
 
     The socket is ``--socket``, else ``$ZOTD_SOCKET``, else ``socket`` in the
@@ -44,7 +44,7 @@ def settings(where: Where | None) -> tuple[Paths, Config]:
     try:
         config = load_config(paths.config_file)
     except ConfigError as exc:
-        die(f"bad config: {exc}", code=2)
+        die(f"{prog}: bad config file {exc}", code=2)
     socket = where.socket or os.environ.get("ZOTD_SOCKET") or config.socket
     if socket:
         paths = Paths(

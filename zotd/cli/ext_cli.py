@@ -136,6 +136,7 @@ def list_(*, opts: Options | None = None, where: Where | None = None) -> int:
 @app.command
 def install(
     source: str,
+    /,
     *,
     project: bool = False,
     opts: Options | None = None,
@@ -143,8 +144,8 @@ def install(
 ) -> int:
     """Install an extension from a directory (copied) or a git URL (shallow clone).
 
-    It lands in $ZOT_HOME/extensions/<name>/, or with --project in
-    ./.zot/extensions/<name>/, where <name> is the name in its extension.json.
+    It lands in $ZOT_HOME/extensions/NAME/, or with --project in
+    ./.zot/extensions/NAME/, where NAME is the name in its extension.json.
     A running daemon starts it at once.
 
     Args:
@@ -206,7 +207,7 @@ def _confirm(name: str, directory: str) -> None:
 
 @app.command
 def remove(
-    name: str, *, yes: bool = False, opts: Options | None = None, where: Where | None = None
+    name: str, /, *, yes: bool = False, opts: Options | None = None, where: Where | None = None
 ) -> int:
     """Stop an installed extension and delete its directory.
 
@@ -286,7 +287,7 @@ def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | 
 
 
 @app.command
-def enable(name: str, *, opts: Options | None = None, where: Where | None = None) -> int:
+def enable(name: str, /, *, opts: Options | None = None, where: Where | None = None) -> int:
     """Enable an extension (rewrites "enabled" in its extension.json) and start it.
 
     Args:
@@ -296,7 +297,7 @@ def enable(name: str, *, opts: Options | None = None, where: Where | None = None
 
 
 @app.command
-def disable(name: str, *, opts: Options | None = None, where: Where | None = None) -> int:
+def disable(name: str, /, *, opts: Options | None = None, where: Where | None = None) -> int:
     """Disable an extension (rewrites "enabled" in its extension.json) and stop it.
 
     Args:
@@ -307,7 +308,7 @@ def disable(name: str, *, opts: Options | None = None, where: Where | None = Non
 
 @app.command
 def reload(
-    name: str | None = None, *, opts: Options | None = None, where: Where | None = None
+    name: str | None = None, /, *, opts: Options | None = None, where: Where | None = None
 ) -> int:
     """Restart one extension, or all, from its manifest on disk; wait until ready.
 
@@ -339,6 +340,7 @@ def reload(
 @app.command
 def logs(
     name: str,
+    /,
     *,
     follow: Annotated[bool, Parameter(name=["--follow", "-f"], negative=())] = False,
     lines: Annotated[int, Parameter(name=["--lines", "-n"])] = 100,
@@ -364,6 +366,9 @@ def logs(
         if not follow:
             print(f"no log yet for {name} ({path})", file=sys.stderr)
             return 0
+    if o.json and not follow:
+        print_json({"path": str(path), "lines": _tail_lines(path, lines)[0]})
+        return 0
     offset = _print_tail(path, lines)
     if follow:
         try:
@@ -373,20 +378,26 @@ def logs(
     return 0
 
 
-def _print_tail(path: Path, lines: int) -> int:
-    """Prints the last ``lines`` lines; returns the offset they end at."""
+def _tail_lines(path: Path, lines: int) -> tuple[list[str], int]:
+    """The last ``lines`` lines, and the offset they end at."""
     try:
         with path.open("rb") as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - max(8192, lines * 256)))
             data = f.read(size - f.tell())
     except FileNotFoundError:
-        return 0
-    if lines:
-        for line in data.decode("utf-8", "replace").splitlines()[-lines:]:
-            print(line)
+        return [], 0
+    text = data.decode("utf-8", "replace").splitlines()
+    return (text[-lines:] if lines else []), size
+
+
+def _print_tail(path: Path, lines: int) -> int:
+    """Prints the last ``lines`` lines; returns the offset they end at."""
+    found, offset = _tail_lines(path, lines)
+    for line in found:
+        print(line)
     sys.stdout.flush()
-    return size
+    return offset
 
 
 def _follow(path: Path, offset: int) -> None:

@@ -69,6 +69,7 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
 @app.command
 def run(
     name: str,
+    /,
     *args: Annotated[str, Parameter(allow_leading_hyphen=True)],
     opts: Options | None = None,
     where: Where | None = None,
@@ -108,6 +109,7 @@ def run(
 def call(
     tool: str,
     args: str = "{}",
+    /,
     *,
     timeout: float | None = None,
     opts: Options | None = None,

@@ -42,7 +42,7 @@ def _check_ext(ext: list[Path] | None) -> list[Path]:
     dirs = [p.absolute() for p in ext or []]
     for d in dirs:
         if not d.is_dir():
-            die(f"zotd: --ext {d}: not a directory")
+            die(f"zotd: --ext {d}: not a directory", code=2)
     return dirs
 
 
@@ -55,7 +55,7 @@ def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
             it wins over an installed extension of the same name.
         log_level: debug, info, warning or error [default: from the config, else info].
     """
-    paths, config = settings(where)
+    paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
     level = (log_level or config.log_level).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
@@ -99,7 +99,8 @@ def _status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
     try:
         return run_async(functools.partial(_status, paths, config))
     except ZotdError as exc:
-        return die(f"zotd: {exc.message}")
+        hint = " (set ZOTD_TOKEN, or token in zotd.toml)" if exc.code == "unauthorized" else ""
+        return die(f"zotd: {exc.message}{hint}")
 
 
 @app.command
@@ -112,11 +113,13 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
         ext: An extension directory to load for this run only (repeatable).
         log_level: debug, info, warning or error.
     """
-    paths, config = settings(where)
+    paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
     running = _status_or_die(paths, config)
     if running is not None:
         print(f"zotd is already running: pid {running.pid}, socket {paths.socket}")
+        if dirs:
+            print("zotd: --ext applies to a new daemon only; `zotd stop` first", file=sys.stderr)
         return 0
     argv = [sys.executable, "-m", "zotd", "--socket", str(paths.socket)]
     if where and where.config:
@@ -150,7 +153,7 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
 @app.command
 def stop(*, where: Where | None = None) -> int:
     """Stop the daemon gracefully (its extensions get their shutdown)."""
-    paths, config = settings(where)
+    paths, config = settings(where, "zotd")
 
     async def go() -> int:
         try:
@@ -187,7 +190,7 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
     Args:
         json: Print the status as JSON.
     """
-    paths, config = settings(where)
+    paths, config = settings(where, "zotd")
     st = _status_or_die(paths, config)
     if st is None:
         print(f"zotd is not running (socket {paths.socket})")
