@@ -166,7 +166,9 @@ async def test_remove_stops_then_deletes_and_reveals_the_global_one(
         assert res.scope == "project"
         assert res.extension is not None and res.extension.scope == "global"
         assert [c.name for c in await op.list_commands()] == ["from-global"]
-        await wait_for_state(op.notifications(), "x", "stopping")
+        stopping = await wait_for_state(op.notifications(), "x", "stopping")
+        # What is going away is out of the registry at once: no new calls reach it.
+        assert (stopping.commands, stopping.tools) == ([], [])
     assert before.pid is not None
     assert not Path(f"/proc/{before.pid}").exists()
 
@@ -315,8 +317,12 @@ async def test_explicit_extensions_cannot_be_removed(
         with pytest.raises(ZotdError) as err:
             await op.ext_remove("dev")
         assert "loaded with --ext" in err.value.message
+        with pytest.raises(ZotdError) as err:
+            await op.ext_disable("dev")
+        assert "zotd leaves that directory alone" in err.value.message
         assert [e.name for e in await op.ext_reload("dev")] == ["dev"]
     assert explicit.is_dir()
+    assert "enabled" not in (explicit / "extension.json").read_text()
 
 
 async def test_install_wants_an_absolute_source(

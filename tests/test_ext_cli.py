@@ -581,8 +581,8 @@ def test_an_explicit_extension_is_not_removed(cli: Cli) -> None:
     assert outcome(res) == (
         1,
         "",
-        f"zot: 'ex' was loaded with --ext from {explicit}; it is not installed. "
-        "Restart zotd without that --ext to drop it\n",
+        f"zot: 'ex' was loaded with --ext from {explicit}; zotd leaves that directory "
+        "alone (it is not installed). Restart zotd without that --ext to drop it\n",
     )
     assert (explicit / "extension.json").is_file()
 
