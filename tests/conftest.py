@@ -15,7 +15,7 @@ import pytest
 import trio
 from hypothesis import HealthCheck, settings
 
-from zotd.config import Config
+from zotd.config import Config, RestartPolicy
 from zotd.daemon import Daemon
 from zotd.paths import Paths
 
@@ -38,6 +38,8 @@ FAST = Config(
     intercept_timeout=1.0,
     tool_timeout=10.0,
     command_timeout=10.0,
+    # Crash tests look at the crash itself; restarts have tests of their own.
+    restart=RestartPolicy(policy="never"),
 )
 
 

@@ -36,6 +36,10 @@ class FakeIO:
         """Host frames until stdin is closed (``async for``)."""
         return _Frames(self._process.inp)
 
+    def crash(self, code: int = 1) -> None:
+        """Ends the process now with exit code ``code`` (the behaviour is cancelled)."""
+        self._process.exit(code)
+
     async def hello(self, name: str, *, ready: bool = True, **registrations: Any) -> None:
         """``hello``, then ``register_*``/``subscribe`` frames, then ``ready``."""
         await self.send(type="hello", name=name)
@@ -133,11 +137,14 @@ class FakeSpawner:
         self.behaviours = behaviours
         self.options = options
         self.processes: dict[str, FakeProcess] = {}
+        #: (name, virtual time) of every spawn, in order.
+        self.spawns: list[tuple[str, float]] = []
 
     def __call__(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stderr: int
     ) -> FakeProcess:
         name = argv[list(argv).index("--name") + 1]
+        self.spawns.append((name, trio.current_time()))
         process = FakeProcess(10_000 + len(self.processes), **self.options.get(name, {}))
         self.processes[name] = process
         self.nursery.start_soon(self._run, process, self.behaviours[name])

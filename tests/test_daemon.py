@@ -540,3 +540,33 @@ async def test_a_workspace_bug_fails_hello_not_the_daemon(
     assert "RuntimeError('boom')" in err.value.message
     async with connect(paths.socket, attach=False) as zot:
         assert await zot.ping()
+
+
+async def test_a_crashed_extension_is_restarted(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    from zotd.config import Config, RestartPolicy
+
+    add_extension(paths.extensions_dir, "phoenix", "--commands", "boom", "--tools", "echo")
+    await start_daemon(Config(ready_idle=0.1, restart=RestartPolicy(backoff_initial=0.1)))
+    async with connect(paths.socket, cwd=project) as zot:
+        await zot.subscribe()
+        first = (await zot.list_extensions())[0]
+        with pytest.raises(ZotdError):
+            await zot.invoke_command("boom")
+        states = []
+        with trio.fail_after(5):
+            async for frame in zot.notifications():
+                if isinstance(frame, ExtensionStatePush):
+                    states.append((frame.state, frame.error))
+                    if frame.state == "ready":
+                        break
+        again = (await zot.list_extensions())[0]
+        assert (await zot.call_tool("echo", {"x": 1})).content == [TextBlock('{"x": 1}')]
+    assert states[:2] == [
+        ("failed", "exited with code 7"),
+        ("restarting", "exited with code 7; restarting in 0.1 s"),
+    ]
+    assert (again.restarts, again.restart_reason, again.state) == (1, "exited with code 7", "ready")
+    assert again.pid != first.pid
+    assert "exited with code 7; restarting in 0.1 s" in paths.extension_log("phoenix").read_text()

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -15,7 +16,7 @@ from msgspec import Raw
 
 from tests.conftest import add_extension
 from tests.fakes import Behaviour, FakeIO, FakeSpawner
-from zotd.config import Config
+from zotd.config import Config, RestartPolicy
 from zotd.errors import RequestError
 from zotd.paths import Paths
 from zotd.protocol import extension as ep
@@ -369,3 +370,88 @@ async def test_a_begun_reload_completes_when_cancelled(
     assert spawner.processes["s"] is not old
     assert ws.extensions["s"].state == "ready"
     assert ws.extensions["s"].restarts == 1
+
+
+def crashing(name: str, after: float = 0.0, code: int = 1) -> Behaviour:
+    """Says hello and registers a tool, then exits with ``code`` after ``after`` seconds."""
+
+    async def behaviour(io: FakeIO) -> None:
+        await io.hello(name, tools=["t"])
+        await trio.sleep(after)
+        io.crash(code)
+
+    return behaviour
+
+
+async def test_restarts_back_off_then_give_up(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    start = trio.current_time()
+    ws, spawner = await open_workspace(nursery, paths, project, {"c": crashing("c", code=3)})
+    await trio.sleep(100)
+    starts = [t - start for _, t in spawner.spawns]
+    ext = ws.extensions["c"]
+    # The first run, then five restarts 0.5, 1, 2, 4 and 8 s after each crash.
+    assert starts == pytest.approx([0, 0.5, 1.5, 3.5, 7.5, 15.5], abs=EXACT)
+    assert (ext.state, ext.restarts) == ("failed", 5)
+    assert ext.restart_reason == "exited with code 3"
+    assert ext.last_error == (
+        "exited with code 3; restarted 5 times in 60 s, so it is left stopped until "
+        "`zot ext reload`"
+    )
+    log = paths.extension_log("c").read_text()
+    assert log.count("restarting in") == 5
+    assert "exited with code 3; restarting in 8 s" in log
+
+
+async def test_restart_window_forgets_old_crashes(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    config = Config(restart=RestartPolicy(intensity=2, window=10, backoff_initial=1))
+    ws, _ = await open_workspace(nursery, paths, project, {"c": crashing("c", after=6)}, config)
+    await trio.sleep(100)  # crashes every 6 s (+ backoff): never 2 restarts within 10 s
+    ext = ws.extensions["c"]
+    assert ext.state in ("ready", "restarting")
+    assert ext.restarts >= 10
+
+
+@pytest.mark.parametrize(
+    ("policy", "code", "restarted"),
+    [
+        ("never", 1, False),
+        ("on-failure", 0, False),
+        ("on-failure", 1, True),
+        ("always", 0, True),
+    ],
+)
+async def test_restart_policies(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    paths: Paths,
+    project: Path,
+    policy: str,
+    code: int,
+    restarted: bool,
+) -> None:
+    config = msgspec.convert(
+        {"extensions": {"c": {"restart": {"policy": policy}}}, "restart": {"policy": "never"}},
+        Config,
+    )
+    ws, _ = await open_workspace(nursery, paths, project, {"c": crashing("c", code=code)}, config)
+    await trio.sleep(5)
+    assert (ws.extensions["c"].restarts > 0) is restarted
+
+
+async def test_reload_during_backoff_starts_it_now(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    config = Config(restart=RestartPolicy(backoff_initial=20))
+    ws, _ = await open_workspace(nursery, paths, project, {"c": crashing("c", after=1)}, config)
+    await trio.sleep(2)
+    assert ws.extensions["c"].state == "restarting"
+    start = trio.current_time()
+    ext = await ws.refresh("c", reload=True)
+    assert ext is not None and ext.state == "ready"
+    assert elapsed(start) == 0
+    await trio.sleep(30)  # the old backoff does not start a second one
+    assert ws.extensions["c"].restarts <= 2

@@ -8,7 +8,7 @@ silently falls back to a default.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -35,6 +35,42 @@ DEFAULT_RESERVED_COMMANDS = (
 #: zot's built-in tools; always win over an extension's tool of the same name
 #: (reference, "register_tool").
 BUILTIN_TOOLS = ("read", "write", "edit", "bash", "skill")
+
+
+class RestartPolicy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """When and how fast a crashed extension is restarted (``[restart]``).
+
+    Like an Erlang/OTP supervisor: restarts back off exponentially, and more
+    than ``intensity`` restarts within ``window`` seconds means the
+    extension is broken: it is marked failed and left alone until reloaded.
+    """
+
+    #: ``on-failure`` (a non-zero exit or a signal), ``always`` (any exit zotd
+    #: did not ask for), or ``never``.
+    policy: Literal["on-failure", "always", "never"] = "on-failure"
+    #: Delay before the first restart; it doubles with each one in the window.
+    backoff_initial: NonNegSeconds = 0.5
+    #: The longest delay.
+    backoff_max: Seconds = 30.0
+    #: Restarts allowed within ``window``.
+    intensity: Annotated[int, msgspec.Meta(ge=1)] = 5
+    window: Seconds = 60.0
+
+
+class RestartOverride(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Per-extension changes to :class:`RestartPolicy`; unset keys inherit."""
+
+    policy: Literal["on-failure", "always", "never"] | None = None
+    backoff_initial: NonNegSeconds | None = None
+    backoff_max: Seconds | None = None
+    intensity: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    window: Seconds | None = None
+
+
+class ExtensionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Settings for one extension (``[extensions.<name>]``)."""
+
+    restart: RestartOverride | None = None
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -73,6 +109,23 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     token: str | None = None
     #: ``debug``, ``info``, ``warning`` or ``error``.
     log_level: str = "info"
+    #: How crashed extensions are restarted.
+    restart: RestartPolicy = RestartPolicy()
+    #: Per-extension settings, by extension name.
+    extensions: dict[str, ExtensionSettings] = msgspec.field(default_factory=dict)
+
+    def restart_for(self, name: str) -> RestartPolicy:
+        """The restart policy of extension ``name``: ``[restart]`` with its overrides."""
+        settings = self.extensions.get(name)
+        override = settings.restart if settings is not None else None
+        if override is None:
+            return self.restart
+        changes = {
+            field: getattr(override, field)
+            for field in override.__struct_fields__
+            if getattr(override, field) is not None
+        }
+        return msgspec.structs.replace(self.restart, **changes)
 
     @property
     def stop_bound(self) -> float:

@@ -60,6 +60,8 @@ class State:
     STARTING = "starting"
     READY = "ready"
     STOPPING = "stopping"
+    #: Ended on its own; waiting out its backoff before a restart.
+    RESTARTING = "restarting"
     EXITED = "exited"
     FAILED = "failed"
     DISABLED = "disabled"
@@ -137,6 +139,8 @@ class Extension:
         self.exit_code: int | None = None
         self.last_error = found.error
         self.restarts = 0
+        #: Why it was last restarted ("" if never).
+        self.restart_reason = ""
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
         #: Set once the extension is ready, has failed, exited or is disabled, or
@@ -144,6 +148,8 @@ class Extension:
         self.settled = trio.Event()
         #: Set once :meth:`run` has finished.
         self.finished = trio.Event()
+        #: Set once :meth:`stop` was called: its end is asked for, not a crash.
+        self.stop_requested = trio.Event()
         self._process: Process | None = None
         self._process_exited = trio.Event()
         self._hello = trio.Event()
@@ -253,6 +259,7 @@ class Extension:
         """
         if self._stop_code is None:
             self._stop_code = code
+        self.stop_requested.set()
         process = self._process
         if process is None or self._process_exited.is_set():
             if self._process is not None:
@@ -275,6 +282,15 @@ class Extension:
             with trio.move_on_after(self._config.kill_timeout):
                 await self._process_exited.wait()
         await self.finished.wait()
+
+    def ended_on_its_own(self) -> str | None:
+        """Why the process ended, if it ran and ended without being asked to
+        (and was not refused for a protocol error); else ``None``."""
+        if self._process is None or self._refused or self.stop_requested.is_set():
+            return None
+        if not self.finished.is_set():
+            return None
+        return _describe_exit(self.exit_code)
 
     # --- requests -----------------------------------------------------------------
 
@@ -518,6 +534,7 @@ class Extension:
             state=self.state,
             pid=self.pid if self.running or self.state == State.STOPPING else None,
             restarts=self.restarts,
+            restart_reason=self.restart_reason,
             exit_code=self.exit_code,
             commands=commands,
             tools=tools,

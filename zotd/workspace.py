@@ -10,6 +10,7 @@ and its own subscriptions.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,8 +124,7 @@ class Workspace:
             path_env=self._env.get("PATH", ""),
         )
 
-    def _start(self, found: Found) -> Extension:
-        assert self._nursery is not None
+    def _new(self, found: Found) -> Extension:
         ext = Extension(
             found,
             host=self,
@@ -134,8 +134,58 @@ class Workspace:
             env=self._env,
         )
         self.extensions[ext.name] = ext
-        self._nursery.start_soon(ext.run, name=f"extension {ext.name}")
         return ext
+
+    def _start(self, found: Found) -> Extension:
+        assert self._nursery is not None
+        ext = self._new(found)
+        self._nursery.start_soon(self._keep, ext, name=f"extension {ext.name}")
+        return ext
+
+    async def _keep(self, ext: Extension) -> None:
+        """Runs ``ext``, and restarts it per its restart policy when it ends on its own.
+
+        Backoff doubles from ``backoff_initial`` up to ``backoff_max``; more
+        than ``intensity`` restarts within ``window`` seconds marks it failed
+        until it is reloaded. A stop (shutdown, reload, removal) ends this at
+        once, during a backoff too.
+        """
+        recent: deque[float] = deque()
+        while True:
+            await ext.run()
+            reason = ext.ended_on_its_own()
+            if reason is None or self.stopping or self.extensions.get(ext.name) is not ext:
+                return
+            policy = self._config.restart_for(ext.name)
+            if policy.policy == "never" or (policy.policy == "on-failure" and ext.exit_code == 0):
+                return
+            now = trio.current_time()
+            while recent and recent[0] <= now - policy.window:
+                recent.popleft()
+            if len(recent) >= policy.intensity:
+                ext.state = State.FAILED
+                ext.last_error = (
+                    f"{reason}; restarted {len(recent)} times in {policy.window:g} s, so it is "
+                    "left stopped until `zot ext reload`"
+                )
+                ext.note(ext.last_error)
+                self._push_state(ext)
+                return
+            delay = min(policy.backoff_initial * 2 ** len(recent), policy.backoff_max)
+            ext.state = State.RESTARTING
+            ext.last_error = f"{reason}; restarting in {delay:g} s"
+            ext.note(ext.last_error)
+            self._push_state(ext)
+            with trio.move_on_after(delay):
+                await ext.stop_requested.wait()
+            if ext.stop_requested.is_set() or self.stopping:
+                ext.state = State.EXITED
+                return
+            recent.append(trio.current_time())
+            new = self._new(ext.found)
+            new.restarts = ext.restarts + 1
+            new.restart_reason = reason
+            ext = new
 
     async def refresh(self, name: str, *, reload: bool = False) -> Extension | None:
         """Brings extension ``name`` in line with the disk, live.
@@ -282,7 +332,7 @@ class Workspace:
             state=ext.state,
             commands=self.registry.commands_of(ext.name),
             tools=self.registry.tools_of(ext.name),
-            error=ext.last_error if ext.state == State.FAILED else "",
+            error=ext.last_error if ext.state in (State.FAILED, State.RESTARTING) else "",
         )
         self._push(ap.encode(frame))
 

@@ -63,6 +63,7 @@ def _offline_info(f: Found) -> ap.ExtensionInfo:
         state="failed" if f.error else ("disabled" if not enabled else "stopped"),
         pid=None,
         restarts=0,
+        restart_reason="",
         exit_code=None,
         commands=[],
         tools=[],

@@ -265,6 +265,8 @@ class ExtensionInfo(msgspec.Struct):
     state: str
     pid: int | None
     restarts: int
+    #: Why it was last restarted ("" if never).
+    restart_reason: str
     exit_code: int | None
     commands: list[str]
     tools: list[str]
