@@ -12,6 +12,7 @@ Task tree (``docs/architecture.md`` draws it whole)::
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import os
@@ -26,7 +27,7 @@ from . import __version__
 from .config import Config
 from .listener import open_unix_listener, socket_identity
 from .paths import Paths
-from .process import Spawner, spawn
+from .process import Spawner, Watchdog, spawn
 from .protocol import agent as ap
 from .session import ClientSession
 from .workspace import Context, Workspace
@@ -50,7 +51,9 @@ class Daemon:
         paths: ``$ZOT_HOME``, the socket, the config file.
         explicit: extension directories given with ``--ext``; they join every
             workspace and win over installed extensions of the same name.
-        spawner: starts extension processes (tests may substitute fakes).
+        spawner: starts extension processes (tests may substitute fakes); by
+            default real processes, watched by a :class:`~zotd.process.Watchdog`
+            so that none outlives the daemon.
         env: the environment extensions get (default: the daemon's).
         cwd: the workspace of a ``hello`` without ``cwd`` (default: the daemon's).
     """
@@ -61,7 +64,7 @@ class Daemon:
         paths: Paths,
         *,
         explicit: Sequence[Path] = (),
-        spawner: Spawner = spawn,
+        spawner: Spawner | None = None,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
     ) -> None:
@@ -75,7 +78,7 @@ class Daemon:
             config=config,
             paths=paths,
             explicit=[p.absolute() for p in explicit],
-            spawner=spawner,
+            spawner=spawner or spawn,
             env=dict(os.environ if env is None else env),
         )
         self._shutdown = trio.Event()
@@ -101,6 +104,14 @@ class Daemon:
         """
         listener = await open_unix_listener(self.paths.socket)
         identity = socket_identity(self.paths.socket)
+        watchdog = None
+        if self._ctx.spawner is spawn:
+            try:
+                watchdog = Watchdog()
+            except OSError as exc:
+                log.warning("no watchdog process (%s): a killed daemon may leave extensions", exc)
+            else:
+                self._ctx = dataclasses.replace(self._ctx, spawner=watchdog)
         self._started_at = trio.current_time()
         try:
             async with trio.open_nursery() as nursery:
@@ -119,6 +130,8 @@ class Daemon:
                     await self._stop_everything()
                 nursery.cancel_scope.cancel()
         finally:
+            if watchdog is not None:
+                watchdog.close()
             with trio.CancelScope(shield=True):
                 await listener.aclose()
             if identity is not None and socket_identity(self.paths.socket) == identity:
