@@ -710,3 +710,50 @@ async def test_requests_during_shutdown_get_shutting_down(
     with trio.fail_after(REPLY_TIMEOUT):
         while paths.socket.exists():
             await trio.sleep(0.02)
+
+
+# --- busy ---------------------------------------------------------------------------------
+
+
+def slow_call(rid: int, seconds: float = 1.0) -> dict[str, Any]:
+    return {"id": rid, "type": "call_tool", "name": "slow", "args": {"seconds": seconds}}
+
+
+async def test_busy_past_the_per_connection_limit(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "s", "--tools", "slow")
+    await start_daemon(Config(ready_idle=0.1, max_client_requests=2))
+    async with raw(paths) as c, raw(paths) as other:
+        await c.hello(project)
+        await other.hello(project)
+        await c.send(slow_call(1), slow_call(2), slow_call(3))
+        assert await c.recv() == failed(
+            3,
+            "call_tool",
+            "busy",
+            "this connection has 2 requests in flight, the most allowed; "
+            "wait for some replies, then retry",
+        )
+        # Another connection is not affected.
+        assert await other.request({"id": 9, "type": "ping"}) == ok(9, "ping", {"pong": True})
+        replies = {(await c.recv())["id"] for _ in range(2)}
+        assert replies == {1, 2}
+        # Once replies are in, there is room again.
+        assert await c.request({"id": 4, "type": "ping"}) == ok(4, "ping", {"pong": True})
+
+
+async def test_busy_past_the_daemon_limit(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "s", "--tools", "slow")
+    await start_daemon(Config(ready_idle=0.1, max_requests=3))
+    async with raw(paths) as a, raw(paths) as b:
+        await a.hello(project)
+        await b.hello(project)
+        await a.send(slow_call(1), slow_call(2))
+        await trio.sleep(0.1)
+        await b.send(slow_call(3), slow_call(4))
+        _, _, code = error_of(await b.recv())
+        assert code == "busy"
+        assert {(await b.recv())["id"]} == {3}

@@ -99,6 +99,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE
     #: Frames that may queue for one extension's stdin before senders wait.
     extension_queue: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Requests one connection may have in flight; past it, ``busy``.
+    max_client_requests: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Requests all connections together may have in flight; past it, ``busy``.
+    max_requests: Annotated[int, msgspec.Meta(ge=1)] = 4096
     #: Slash command names extensions may not register.
     reserved_commands: list[str] = msgspec.field(
         default_factory=lambda: list(DEFAULT_RESERVED_COMMANDS)

@@ -74,6 +74,8 @@ class Daemon:
         self.workspaces: dict[Path, Workspace] = {}
         self.sessions: set[ClientSession] = set()
         self.shutting_down = False
+        #: Requests being run now, on all connections.
+        self.in_flight = 0
         self._ctx = Context(
             config=config,
             paths=paths,

@@ -35,12 +35,6 @@ log = logging.getLogger(__name__)
 #: Frames that may wait for one client's writer.
 OUTBOX_SIZE = 1024
 
-#: Requests one connection may have in flight. Past that the daemon stops
-#: reading the connection until one finishes, so a client that writes
-#: requests and never reads replies is held back by its own socket buffer
-#: instead of growing the daemon's memory.
-MAX_IN_FLIGHT = 256
-
 #: Requests that need no workspace.
 _NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe)
 
@@ -72,7 +66,8 @@ class ClientSession:
         self._stream = stream
         self._out, self._outbox = trio.open_memory_channel[bytes](OUTBOX_SIZE)
         self._read_scope = trio.CancelScope()
-        self._in_flight = trio.Semaphore(MAX_IN_FLIGHT)
+        #: Requests of this connection being run now.
+        self.in_flight = 0
 
     async def run(self) -> None:
         """Serves the connection; never raises ``Exception``.
@@ -172,7 +167,12 @@ class ClientSession:
         if error is not None:
             await self._send(ap.fail(req.id, command, *error))
             return
-        await self._in_flight.acquire()
+        busy = self._busy()
+        if busy is not None:
+            await self._send(ap.fail(req.id, command, Code.BUSY, busy))
+            return
+        self.in_flight += 1
+        self.daemon.in_flight += 1
         requests.start_soon(self._run_request, req, command, line)
 
     def _refusal(self, req: ap.Request) -> tuple[str, str] | None:
@@ -193,7 +193,24 @@ class ClientSession:
         try:
             await self._send(await self._answer(req, command, line))
         finally:
-            self._in_flight.release()
+            self.in_flight -= 1
+            self.daemon.in_flight -= 1
+
+    def _busy(self) -> str | None:
+        # Past a limit, a request is answered `busy` at once. A client that
+        # writes requests but never reads the replies is held back all the
+        # same: those replies fill its outbox, and then this loop waits.
+        config = self.daemon.config
+        if self.in_flight >= config.max_client_requests:
+            return (
+                f"this connection has {self.in_flight} requests in flight, the most "
+                "allowed; wait for some replies, then retry"
+            )
+        if self.daemon.in_flight >= config.max_requests:
+            return (
+                f"zotd has {self.daemon.in_flight} requests in flight, the most allowed; retry soon"
+            )
+        return None
 
     async def _answer(self, req: ap.Request, command: str, line: bytes) -> bytes:
         try:

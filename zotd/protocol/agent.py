@@ -34,6 +34,8 @@ class ErrorCode:
     EXTENSION_FAILED: Final = "extension_failed"
     FRAME_TOO_LARGE: Final = "frame_too_large"
     SHUTTING_DOWN: Final = "shutting_down"
+    #: Too many requests in flight, on this connection or in all.
+    BUSY: Final = "busy"
     #: A bug in zotd; the message says what, and the daemon log has the traceback.
     INTERNAL: Final = "internal"
 
