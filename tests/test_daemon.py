@@ -570,3 +570,35 @@ async def test_a_crashed_extension_is_restarted(
     assert (again.restarts, again.restart_reason, again.state) == (1, "exited with code 7", "ready")
     assert again.pid != first.pid
     assert "exited with code 7; restarting in 0.1 s" in paths.extension_log("phoenix").read_text()
+
+
+async def test_a_flood_is_throttled_and_others_are_served(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "noisy", "--flood", "notify:200000")
+    add_extension(paths.extensions_dir, "garbled", "--flood", "garbage:200000")
+    add_extension(paths.extensions_dir, "calm", "--tools", "echo")
+    await start_daemon()
+    async with (
+        connect(paths.socket, cwd=project) as watcher,
+        connect(paths.socket, cwd=project) as zot,
+    ):
+        await watcher.subscribe()
+        start = trio.current_time()
+        with trio.fail_after(10):
+            for i in range(50):
+                assert (await zot.call_tool("echo", {"i": i})).content == [
+                    TextBlock(f'{{"i": {i}}}')
+                ]
+            await trio.sleep(1.5)
+        seconds = trio.current_time() - start
+        notes = 0
+        with trio.move_on_after(0.3):  # take what was pushed, until it goes quiet
+            async for frame in watcher.notifications():
+                notes += isinstance(frame, NotifyPush)
+    # At most the noise budget a second reaches agents (plus one window's slack).
+    assert 0 < notes <= 500 * (seconds + 2)
+    for name in ("noisy", "garbled"):
+        log = paths.extension_log(name).read_text()
+        assert "notify frames and bad lines in one second" in log
+        assert len(log) < 200_000  # a summary a second, not a line per line

@@ -50,6 +50,44 @@ DRAIN_TIMEOUT = 0.5
 #: Lines of the log shown in ``list_extensions``.
 LOG_TAIL_LINES = 10
 
+#: "Noise" an extension may send per second: ``notify`` frames and bad lines
+#: (malformed, oversized, of unknown type, replies to no pending call). Past
+#: it, noise is dropped (and counted in its log once a second), and its stdout
+#: is read more slowly: a flood slows the flooder, not the daemon or the
+#: other extensions.
+NOISE_PER_SECOND = 500
+
+#: While over that budget, the reader pauses this long after every
+#: ``NOISE_PAUSE_EVERY`` dropped lines.
+NOISE_PAUSE = 0.01
+NOISE_PAUSE_EVERY = 100
+
+
+class _Noise:
+    """Counts an extension's noise per one-second window."""
+
+    __slots__ = ("count", "dropped", "unpaused", "window")
+
+    def __init__(self) -> None:
+        self.window = float("-inf")
+        self.count = 0
+        self.dropped = 0
+        self.unpaused = 0
+
+    def admit(self, now: float) -> tuple[bool, int]:
+        """Whether one more piece of noise is within budget, and how many were
+        dropped in the window that just ended (to report), if one ended."""
+        ended = 0
+        if now - self.window >= 1.0:
+            ended, self.window, self.count, self.dropped = self.dropped, now, 0, 0
+        self.count += 1
+        if self.count <= NOISE_PER_SECOND:
+            return True, ended
+        self.dropped += 1
+        self.unpaused += 1
+        return False, ended
+
+
 Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
 R = TypeVar("R", ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
 
@@ -159,6 +197,7 @@ class Extension:
         self._stop_code: str | None = None
         self._next_id = 0
         self._pending: dict[str, _Pending] = {}
+        self._noise = _Noise()
         self._send, self._outbox = trio.open_memory_channel[bytes](config.extension_queue)
 
     # --- lifetime ---------------------------------------------------------------
@@ -355,12 +394,16 @@ class Extension:
         try:
             async for line in LineReader(process.stdout, self._config.max_frame_bytes):
                 if isinstance(line, Oversized):
-                    self.note(
-                        f"dropped a {line.size}-byte line: longer than the "
-                        f"{self._config.max_frame_bytes}-byte frame limit"
-                    )
+                    if self._noisy():
+                        self.note(
+                            f"dropped a {line.size}-byte line: longer than the "
+                            f"{self._config.max_frame_bytes}-byte frame limit"
+                        )
                 elif line.strip():
                     self._on_line(line)
+                if self._noise.unpaused >= NOISE_PAUSE_EVERY:
+                    self._noise.unpaused = 0
+                    await trio.sleep(NOISE_PAUSE)
         finally:
             done.set()
 
@@ -405,7 +448,8 @@ class Extension:
             self._on_bad_frame(exc, line)
             return
         if isinstance(frame, UnknownFrame):
-            log.debug("extension %s: ignored unknown frame type %r", self.name, frame.type)
+            if self._noisy():
+                log.debug("extension %s: ignored unknown frame type %r", self.name, frame.type)
             return
         if self._quiet_scope is not None:
             self._quiet_scope.deadline = trio.current_time() + self._config.ready_idle
@@ -415,7 +459,8 @@ class Extension:
         if isinstance(frame, ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse):
             self._on_reply(frame)
         elif isinstance(frame, ep.Notify):
-            self._host.on_notify(self, frame)
+            if self._noisy():
+                self._host.on_notify(self, frame)
         elif isinstance(frame, ep.RegisterCommand):
             self._report_shadow(self._host.on_register_command(self, frame))
         elif isinstance(frame, ep.RegisterTool):
@@ -449,7 +494,10 @@ class Extension:
         slot = self._pending.get(str(frame.id))
         tag = type(frame).__struct_config__.tag
         if slot is None:
-            self.note(f"dropped `{tag}` for id {frame.id!r}: no such call pending (late reply?)")
+            if self._noisy():
+                self.note(
+                    f"dropped `{tag}` for id {frame.id!r}: no such call pending (late reply?)"
+                )
         elif not isinstance(frame, slot.expect):
             want = slot.expect.__struct_config__.tag
             slot.resolve(
@@ -460,14 +508,25 @@ class Extension:
             slot.resolve(frame)
 
     def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
-        preview = line[:200].decode("utf-8", "replace")
-        self.note(f"skipped a malformed line ({exc.message}): {preview}")
+        if self._noisy():
+            preview = line[:200].decode("utf-8", "replace")
+            self.note(f"skipped a malformed line ({exc.message}): {preview}")
         slot = self._pending.get(str(exc.id)) if exc.id is not None else None
         if slot is not None:
             slot.resolve(
                 None,
                 extension_failed(f"extension {self.name!r} sent a malformed reply: {exc.message}"),
             )
+
+    def _noisy(self) -> bool:
+        """Counts one piece of noise; ``False`` if it is over budget (drop it quietly)."""
+        admitted, ended = self._noise.admit(trio.current_time())
+        if ended:
+            self.note(
+                f"dropped {ended} notify frames and bad lines in one second "
+                f"(more than {NOISE_PER_SECOND} a second); reading its output more slowly"
+            )
+        return admitted
 
     def _subscribe(self, frame: ep.Subscribe) -> None:
         self.events = set(frame.events)

@@ -54,6 +54,7 @@ p.add_argument("--first-frame", default="hello")
 p.add_argument("--exit-after-ready", type=int)
 p.add_argument("--notify")
 p.add_argument("--no-read", action="store_true")
+p.add_argument("--flood", help="KIND:N: after ready, write N notify (or garbage) lines at once")
 args = p.parse_args()
 
 if args.ignore_shutdown:
@@ -89,6 +90,22 @@ if not args.no_ready:
     emit({"type": "ready"})
 if args.notify:
     emit({"type": "notify", "level": "info", "message": args.notify})
+if args.flood:
+    kind, count = args.flood.split(":")
+
+    def flood() -> None:
+        line = (
+            json.dumps({"type": "notify", "level": "info", "message": "flood"})
+            if kind == "notify"
+            else "not json at all, just noise"
+        )
+        block = "\n".join([line] * 1000) + "\n"
+        for _ in range(int(count) // 1000):
+            with out_lock:
+                sys.stdout.write(block)
+                sys.stdout.flush()
+
+    threading.Thread(target=flood, daemon=True).start()
 if args.exit_after_ready is not None:
     time.sleep(0.2)
     sys.exit(args.exit_after_ready)
