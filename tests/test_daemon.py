@@ -602,3 +602,55 @@ async def test_a_flood_is_throttled_and_others_are_served(
         log = paths.extension_log(name).read_text()
         assert "notify frames and bad lines in one second" in log
         assert len(log) < 200_000  # a summary a second, not a line per line
+
+
+async def test_the_lock_file_keeps_a_second_daemon_out(
+    start_daemon: StartDaemon, paths: Paths
+) -> None:
+    from zotd.daemon import Daemon
+    from zotd.listener import AlreadyRunning
+
+    daemon = await start_daemon()
+    lock = paths.socket.with_suffix(".lock")
+    assert lock.read_text() == f"{os.getpid()}\n"
+    assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+    paths.socket.unlink()  # even with the socket gone, the lock says who runs
+    with pytest.raises(AlreadyRunning) as err:
+        await Daemon(daemon.config, paths).run()
+    assert str(err.value) == f"another zotd (pid {os.getpid()}) is already running: it holds {lock}"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another user")
+async def test_other_users_are_refused(
+    start_daemon: StartDaemon, paths: Paths, short_tmp: Path
+) -> None:
+    await start_daemon()
+    # Open the doors so that another user's connection reaches the daemon at all.
+    short_tmp.chmod(0o711)
+    paths.socket.parent.chmod(0o711)
+    paths.socket.chmod(0o666)
+    code = (
+        "import os, socket, sys\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.settimeout(5)\n"
+        "s.connect(sys.argv[1])\n"
+        's.sendall(b\'{"id": 1, "type": "ping"}\\n\')\n'
+        "data = b''\n"
+        "while chunk := s.recv(4096):\n"
+        "    data += chunk\n"
+        "sys.stdout.write(data.decode())\n"
+    )
+    with trio.fail_after(10):
+        result = await trio.run_process(
+            [sys.executable, "-c", code, str(paths.socket)],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    reply = json.loads(result.stdout)
+    assert reply["error"] == {
+        "code": "unauthorized",
+        "message": "zotd serves only uid 0; this connection is from uid 65534",
+    }

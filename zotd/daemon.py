@@ -12,6 +12,7 @@ Task tree (``docs/architecture.md`` draws it whole)::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -25,7 +26,7 @@ import trio
 
 from . import __version__
 from .config import Config
-from .listener import open_unix_listener, socket_identity
+from .listener import acquire_lock, lock_path, open_unix_listener, peer_uid, socket_identity
 from .paths import Paths
 from .process import Spawner, Watchdog, spawn
 from .protocol import agent as ap
@@ -104,7 +105,12 @@ class Daemon:
             AlreadyRunning: another daemon answers on the socket.
             SocketError: the socket cannot be bound.
         """
-        listener = await open_unix_listener(self.paths.socket)
+        lock = acquire_lock(lock_path(self.paths.socket))
+        try:
+            listener = await open_unix_listener(self.paths.socket)
+        except BaseException:
+            os.close(lock)
+            raise
         identity = socket_identity(self.paths.socket)
         watchdog = None
         if self._ctx.spawner is spawn:
@@ -138,6 +144,7 @@ class Daemon:
                 await listener.aclose()
             if identity is not None and socket_identity(self.paths.socket) == identity:
                 self.paths.socket.unlink(missing_ok=True)
+            os.close(lock)  # last: the socket is gone before another daemon may start
             log.info("zotd stopped")
 
     def request_shutdown(self) -> None:
@@ -170,9 +177,30 @@ class Daemon:
                         continue
                     raise
                 assert self._nursery is not None
-                self._nursery.start_soon(self._serve, ClientSession(self, stream, next(serial)))
+                self._nursery.start_soon(self._serve, stream, next(serial))
 
-    async def _serve(self, session: ClientSession) -> None:
+    async def _allowed(self, stream: trio.SocketStream, number: int) -> bool:
+        """Whether the peer is our own user; refuses (and closes) anyone else."""
+        uid = peer_uid(stream.socket)
+        if uid is None or uid == os.getuid():
+            return True
+        log.warning("client %d: refused a connection from uid %d", number, uid)
+        message = f"zotd serves only uid {os.getuid()}; this connection is from uid {uid}"
+        with trio.move_on_after(1):  # a peer that does not cooperate costs us a second
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await stream.send_all(ap.fail(None, None, ap.ErrorCode.UNAUTHORIZED, message))
+                await stream.send_eof()
+                # Closing with its request unread would reset the connection
+                # and lose the reply: read (and drop) until it hangs up.
+                while await stream.receive_some(4096):
+                    pass
+        await stream.aclose()
+        return False
+
+    async def _serve(self, stream: trio.SocketStream, number: int) -> None:
+        if not await self._allowed(stream, number):
+            return
+        session = ClientSession(self, stream, number)
         self.sessions.add(session)
         try:
             await session.run()

@@ -7,9 +7,12 @@ ourselves and wrap it in :class:`trio.SocketListener`.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import socket
 import stat
+import struct
+import sys
 from pathlib import Path
 
 import trio
@@ -105,3 +108,56 @@ def socket_identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+def lock_path(socket_path: Path) -> Path:
+    """The single-instance lock beside a socket: ``zotd.sock`` -> ``zotd.lock``."""
+    return socket_path.with_suffix(".lock")
+
+
+def acquire_lock(path: Path) -> int:
+    """Takes the daemon's lock file (``flock``), held until the fd is closed.
+
+    The file is never deleted (deleting a lock file lets two holders in), and
+    holds the pid of the daemon that last held it.
+
+    Raises:
+        AlreadyRunning: another daemon holds it.
+        SocketError: it cannot be created.
+    """
+    try:
+        _make_private_dirs(path.parent)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise SocketError(f"cannot create the lock file {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise AlreadyRunning(
+            f"another zotd (pid {holder}) is already running: it holds {path}"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def peer_uid(sock: trio.socket.SocketType) -> int | None:
+    """The user id of the process at the other end of a Unix socket, if the
+    platform can tell (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS and BSD)."""
+    try:
+        if sys.platform == "linux":
+            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return int(struct.unpack("3i", raw)[1])
+        if sys.platform == "darwin" or "bsd" in sys.platform:
+            # struct xucred { u_int cr_version; uid_t cr_uid; ... } at level 0 (SOL_LOCAL).
+            raw = sock.getsockopt(0, _LOCAL_PEERCRED, struct.calcsize("Ii") + 4 + 16 * 4)
+            return int(struct.unpack_from("Ii", raw)[1])
+    except OSError:
+        return None
+    return None
+
+
+#: From <sys/un.h> on macOS and the BSDs.
+_LOCAL_PEERCRED = 0x001
