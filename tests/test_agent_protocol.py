@@ -304,6 +304,7 @@ def test_error_codes() -> None:
         "extension_failed",
         "frame_too_large",
         "shutting_down",
+        "busy",
         "internal",
     }
 

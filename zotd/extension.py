@@ -279,6 +279,10 @@ class Extension:
             self._stop_code or ErrorCode.EXTENSION_FAILED,
             f"extension {self.name!r} {_describe_exit(code)} before replying",
         )
+        if self._noise.dropped:
+            self.note(
+                f"dropped {self._noise.dropped} notify frames and bad lines in its last second"
+            )
         for slot in self._pending.values():
             slot.resolve(None, error)
         self._pending.clear()

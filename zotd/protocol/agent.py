@@ -440,5 +440,12 @@ def event_payload(line: bytes) -> dict[str, msgspec.Raw]:
 
 
 def decode_server_frame(line: bytes) -> Response | Push:
-    """Decodes a line the daemon wrote (for clients)."""
-    return _server_frame_decoder.decode(line)
+    """Decodes a line the daemon wrote (for clients).
+
+    Raises:
+        msgspec.DecodeError: not a frame (too deeply nested JSON included).
+    """
+    try:
+        return _server_frame_decoder.decode(line)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply") from None

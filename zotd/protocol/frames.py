@@ -45,11 +45,13 @@ class UnknownFrame(msgspec.Struct, frozen=True):
 
 
 class _Envelope(msgspec.Struct):
-    type: Any = None
-    id: Any = None
+    # Raw, so that no value (1e400, say) can fail the envelope itself.
+    type: msgspec.Raw = msgspec.Raw(b"null")
+    id: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _envelope = msgspec.json.Decoder(_Envelope)
+_any: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
 
 class FrameDecoder(Generic[T]):
@@ -68,6 +70,15 @@ class FrameDecoder(Generic[T]):
 
     def decode(self, line: bytes) -> T | UnknownFrame:
         """Returns the frame, or :class:`UnknownFrame`; raises :class:`FrameError`."""
+        if not line.isascii():
+            # msgspec does not check the UTF-8 of what it skips or keeps raw
+            # (unknown fields, tool args), and those bytes would be passed on.
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                rid, kind = self._id_and_type(line)
+                message = f"invalid JSON: not UTF-8 (byte {exc.start})"
+                raise FrameError(message, id=rid, type=kind) from None
         try:
             return self._decoder.decode(line)
         except msgspec.ValidationError as exc:
@@ -77,6 +88,15 @@ class FrameDecoder(Generic[T]):
             raise FrameError(f"invalid JSON: {exc}") from None
         except RecursionError:
             raise FrameError(_TOO_DEEP) from None
+
+    def _id_and_type(self, line: bytes) -> tuple[Any, str | None]:
+        # Best effort, for the error reply to a line that is not valid JSON.
+        try:
+            env = _envelope.decode(line)
+        except (msgspec.DecodeError, RecursionError):
+            return None, None
+        kind = _loose(env.type)
+        return _loose(env.id), kind if isinstance(kind, str) and kind in self._known else None
 
     def _classify(self, line: bytes, exc: msgspec.ValidationError) -> UnknownFrame:
         # The line did not fit the union. Read just `type` and `id` to say why.
@@ -89,11 +109,20 @@ class FrameDecoder(Generic[T]):
             raise FrameError(f"invalid JSON: {bad_json}") from None
         except RecursionError:
             raise FrameError(_TOO_DEEP) from None
-        if not isinstance(env.type, str):
-            raise FrameError("missing or non-string `type`", id=env.id) from None
-        if env.type not in self._known:
-            return UnknownFrame(type=env.type, id=env.id)
-        raise FrameError(f"bad `{env.type}` frame: {exc}", id=env.id, type=env.type) from None
+        kind, rid = _loose(env.type), _loose(env.id)
+        if not isinstance(kind, str):
+            raise FrameError("missing or non-string `type`", id=rid) from None
+        if kind not in self._known:
+            return UnknownFrame(type=kind, id=rid)
+        raise FrameError(f"bad `{kind}` frame: {exc}", id=rid, type=kind) from None
+
+
+def _loose(raw: msgspec.Raw) -> Any:
+    """A raw JSON value, or ``None`` if even that cannot be read (1e400, say)."""
+    try:
+        return _any.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 #: msgspec raises RecursionError past about a thousand levels of nesting.
