@@ -191,7 +191,7 @@ async def test_odd_bytes_and_ids(start_daemon: StartDaemon, paths: Paths) -> Non
         # Invalid UTF-8 in a field the daemon reads.
         reply = await c.request(b'{"id": "\xff\xfe", "type": "ping"}\n')
         assert error_of(reply) == (None, "ping", "bad_request")
-        assert reply["error"]["message"] == "invalid JSON: Invalid UTF-8 encoded string"
+        assert reply["error"]["message"] == "invalid JSON: not UTF-8 (byte 8)"
         # A CRLF line ending is whitespace after the object: fine.
         assert await c.request(b'{"id": 2, "type": "ping"}\r\n') == ok(2, "ping", {"pong": True})
         # Ids must be strings or integers; others are not echoed.
