@@ -274,7 +274,7 @@ def test_second_foreground_daemon_refuses(cli: Cli) -> None:
     second = cli.zotd()
     assert second.returncode == 1
     assert "already running" in second.stderr
-    assert second.stderr.strip().endswith(str(cli.socket))
+    assert second.stderr.strip().endswith(str(cli.socket.with_suffix(".lock")))
     # The first one is unharmed.
     assert cli.zotd("status").returncode == 0
 

@@ -654,3 +654,41 @@ async def test_other_users_are_refused(
         "code": "unauthorized",
         "message": "zotd serves only uid 0; this connection is from uid 65534",
     }
+
+
+async def test_extensions_get_an_allowlisted_environment(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(
+        paths.extensions_dir,
+        "env",
+        "--tools",
+        "environ",
+        manifest={"env": {"MODE": "test"}, "env_passthrough": ["WEATHER_API_KEY"]},
+    )
+    daemon_env = {
+        "PATH": os.environ["PATH"],
+        "HOME": "/home/pat",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "XDG_CONFIG_HOME": "/home/pat/.config",
+        "ANTHROPIC_API_KEY": "secret",
+        "ZOTD_TOKEN": "secret too",
+        "WEATHER_API_KEY": "asked for",
+    }
+    await start_daemon(env=daemon_env)
+    async with connect(paths.socket, cwd=project) as zot:
+        result = await zot.call_tool("environ")
+    assert isinstance(result.content[0], TextBlock)
+    env = json.loads(result.content[0].text)
+    env.pop("LC_CTYPE", None)  # some Pythons set it at startup
+    assert env == {
+        "PATH": os.environ["PATH"],
+        "HOME": "/home/pat",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "XDG_CONFIG_HOME": "/home/pat/.config",
+        "WEATHER_API_KEY": "asked for",
+        "MODE": "test",
+        "ZOT_HOME": str(paths.home),
+    }

@@ -50,6 +50,10 @@ class Manifest(msgspec.Struct, kw_only=True):
     language: str = ""
     description: str = ""
     enabled: bool = True
+    #: Variables set for the extension (on top of the allowlisted ones).
+    env: dict[str, str] = {}
+    #: Names of the daemon's variables to pass through beyond the allowlist.
+    env_passthrough: list[str] = []
 
 
 class ManifestError(Exception):

@@ -21,6 +21,7 @@ import trio
 
 from . import EXTENSION_PROTOCOL_VERSION, __version__
 from .config import BUILTIN_TOOLS, Config
+from .environment import extension_env
 from .errors import RequestError
 from .extension import Extension, State
 from .manifest import Found, discover
@@ -87,7 +88,6 @@ class Workspace:
         self._stop = trio.Event()
         self._stop_code = ap.ErrorCode.EXTENSION_FAILED
         self._clients_changed = trio.Event()
-        self._env = {**ctx.env, "ZOT_HOME": str(ctx.paths.home)}
 
     # --- lifetime -----------------------------------------------------------------
 
@@ -121,7 +121,7 @@ class Workspace:
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
             explicit=self._ctx.explicit,
-            path_env=self._env.get("PATH", ""),
+            path_env=self._ctx.env.get("PATH", ""),
         )
 
     def _new(self, found: Found) -> Extension:
@@ -131,7 +131,7 @@ class Workspace:
             config=self._config,
             log_path=self._ctx.paths.extension_log(found.name),
             spawner=self._ctx.spawner,
-            env=self._env,
+            env=extension_env(self._ctx.env, found.manifest, str(self._ctx.paths.home)),
         )
         self.extensions[ext.name] = ext
         return ext

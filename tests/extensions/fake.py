@@ -144,6 +144,9 @@ def tool(msg: dict) -> None:
         )
     elif name == "bad":
         emit({"type": "tool_result", "id": rid, "content": "not a list"})
+    elif name == "environ":
+        text = json.dumps(dict(os.environ), sort_keys=True)
+        emit({"type": "tool_result", "id": rid, "content": [{"type": "text", "text": text}]})
     elif name == "wrongkind":
         emit({"type": "command_response", "id": rid, "action": "noop"})
     else:
