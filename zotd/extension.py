@@ -31,6 +31,7 @@ from typing import Protocol, TypeVar
 
 import trio
 
+from . import logfiles
 from .config import Config
 from .errors import RequestError, extension_failed
 from .manifest import Found
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 #: After the process exits, how long its stdout may take to reach EOF (frames
 #: it wrote just before exiting are still read and routed).
 DRAIN_TIMEOUT = 0.5
+
+#: How often a running extension's log size is checked for rotation.
+LOG_CHECK_INTERVAL = 10.0
 
 #: Lines of the log shown in ``list_extensions``.
 LOG_TAIL_LINES = 10
@@ -237,8 +241,8 @@ class Extension:
             self._finish()
 
     def _start(self) -> Process:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        logfiles.rotate_if_big(self.log_path, self._config.max_log_bytes)
+        fd = logfiles.open_append(self.log_path)
         try:
             return self._spawner(self.found.argv, cwd=self.found.dir, env=self._env, stderr=fd)
         finally:
@@ -251,6 +255,7 @@ class Extension:
                 reader_done = trio.Event()
                 nursery.start_soon(self._read, process, reader_done)
                 nursery.start_soon(self._handshake)
+                nursery.start_soon(self._watch_log)
                 self.exit_code = await process.wait()
                 self._process_exited.set()
                 with trio.move_on_after(DRAIN_TIMEOUT):
@@ -410,6 +415,21 @@ class Extension:
                     await trio.sleep(NOISE_PAUSE)
         finally:
             done.set()
+
+    async def _watch_log(self) -> None:
+        # The child writes its log directly; keep it under max_log_bytes.
+        while True:
+            await trio.sleep(LOG_CHECK_INTERVAL)
+            path, limit = self.log_path, self._config.max_log_bytes
+            if logfiles.size(path) <= limit:
+                continue  # the usual case: a stat, no thread
+            try:
+                rotated = await trio.to_thread.run_sync(logfiles.rotate_if_big, path, limit)
+            except OSError as exc:
+                log.warning("cannot rotate %s: %s", path, exc)
+                continue
+            if rotated:
+                self.note(f"rotated this log (it passed {limit} bytes) to {path.name}.1")
 
     async def _handshake(self) -> None:
         # Both windows count from the spawn, so that every extension is
@@ -577,9 +597,7 @@ class Extension:
         log.debug("extension %s: %s", self.name, message)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         try:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("a", encoding="utf-8") as f:
-                f.write(f"[zotd {stamp}] {message}\n")
+            logfiles.append(self.log_path, f"[zotd {stamp}] {message}\n")
         except OSError as exc:
             log.warning("cannot write %s: %s", self.log_path, exc)
 

@@ -47,8 +47,15 @@ class Paths:
         return self.home / "logs"
 
     def extension_log(self, name: str) -> Path:
-        """An extension's stderr log: ``$ZOT_HOME/logs/ext-<name>.log``."""
-        return self.logs_dir / f"ext-{name}.log"
+        """An extension's stderr log: ``$ZOT_HOME/logs/ext-<name>.log``.
+
+        Raises:
+            ValueError: ``name`` would put it outside the logs directory.
+        """
+        path = self.logs_dir / f"ext-{name}.log"
+        if "/" in name or "\0" in name or path.parent != self.logs_dir:
+            raise ValueError(f"extension name {name!r} would leave {self.logs_dir}")
+        return path
 
     @property
     def daemon_log(self) -> Path:

@@ -361,7 +361,11 @@ def logs(
     if lines < 0:
         die("zot: --lines must be 0 or more", code=2)
     paths, _ = settings(where)
-    path = paths.extension_log(name)
+    try:
+        path = paths.extension_log(name)
+    except ValueError:
+        _find_local(o, where, name)  # not a name an extension can have: says which there are
+        raise
     if not path.exists():
         _find_local(o, where, name)  # an unknown name: says which there are
         if not follow:
