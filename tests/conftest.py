@@ -40,6 +40,9 @@ FAST = Config(
     command_timeout=10.0,
     # Crash tests look at the crash itself; restarts have tests of their own.
     restart=RestartPolicy(policy="never"),
+    # Tests of discovery and precedence use hand-made project extensions;
+    # trust has tests of its own (tests/test_trust.py).
+    trust_project_extensions=True,
 )
 
 

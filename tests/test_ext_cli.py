@@ -972,3 +972,34 @@ def test_after_the_daemon_stops_changes_apply_at_the_next_start(cli: Cli) -> Non
     cli.start()
     assert infos(cli)["wx"]["state"] == "ready"
     shutil.rmtree(src)
+
+
+# --- trust --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["offline", "live"])
+def test_trust_a_cloned_projects_extensions(cli: Cli, running: bool) -> None:
+    # As if the repository came with an extension: created by hand, not installed.
+    source(cli.project / ".zot" / "extensions", "repo")
+    if running:
+        cli.start()
+    hint = f"run `zot ext trust` in {cli.project} to allow it"
+    listed = ext(cli, "list")
+    assert listed.returncode == 0
+    assert rows(listed.stdout)[0]["STATE"] == "untrusted"
+    assert f"repo: project-local extensions run only once trusted: {hint}" in listed.stderr
+    res = ext(cli, "trust")
+    if running:
+        assert outcome(res) == (
+            0,
+            f"repo: ready; provides {PROVIDES}\ntrusted repo in {cli.project}\n",
+            "",
+        )
+    else:
+        assert outcome(res) == (0, f"trusted repo in {cli.project}; {OFFLINE}\n", "")
+        cli.start()
+    assert infos(cli)["repo"]["state"] == "ready"
+
+
+def test_trust_with_nothing_to_trust(cli: Cli) -> None:
+    assert outcome(ext(cli, "trust")) == (0, f"no project-local extensions in {cli.project}\n", "")

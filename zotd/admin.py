@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from . import manage
+from . import manage, trust
 from .errors import RequestError
 from .extension import tail
 from .manifest import Found, Scope, project_dir
@@ -93,6 +93,8 @@ async def install(daemon: Daemon, ws: Workspace, source: str, scope: str) -> ap.
         found = await trio.to_thread.run_sync(manage.install, source, root, scope)
     except manage.ManageError as exc:
         raise _refused(exc) from None
+    if found.scope == Scope.PROJECT:  # what the user installs, the user trusts
+        await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, [found])
     await _refresh(_affected(daemon, found), [found.name])
     return _change(ws, found)
 
@@ -143,6 +145,15 @@ async def reload(daemon: Daemon, ws: Workspace, name: str | None) -> ap.ExtReloa
         names = list(ws.extensions)
     infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
     return ap.ExtReloadData(extensions=infos)
+
+
+async def trust_project(daemon: Daemon, ws: Workspace) -> ap.ExtReloadData:
+    """Trusts the workspace's project-local extensions as they are, and starts them."""
+    found = [f for f in ws.discover() if f.scope == Scope.PROJECT and not f.error]
+    await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, found)
+    names = [f.name for f in found]
+    await _refresh([ws], names)
+    return ap.ExtReloadData(extensions=[ws.info_of(ws.extensions[n]) for n in names])
 
 
 async def logs(daemon: Daemon, ws: Workspace, name: str, lines: int) -> ap.LogsData:

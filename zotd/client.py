@@ -252,6 +252,10 @@ class Client:
         fields = {} if name is None else {"name": name}
         return (await self._typed(ap.ExtReloadData, "ext_reload", **fields)).extensions
 
+    async def ext_trust(self) -> list[ap.ExtensionInfo]:
+        """Trusts this workspace's project-local extensions as they are now, and starts them."""
+        return (await self._typed(ap.ExtReloadData, "ext_trust")).extensions
+
     async def ext_logs(self, name: str, lines: int = 100) -> ap.LogsData:
         """The end of an extension's log."""
         return await self._typed(ap.LogsData, "ext_logs", name=name, lines=lines)

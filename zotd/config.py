@@ -99,6 +99,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE
     #: Frames that may queue for one extension's stdin before senders wait.
     extension_queue: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Run project-local extensions without asking for `zot ext trust` first.
+    trust_project_extensions: bool = False
     #: An extension's log is rotated past this size (3 older copies are kept).
     max_log_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 10 * 1024 * 1024
     #: Requests one connection may have in flight; past it, ``busy``.

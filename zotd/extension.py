@@ -102,6 +102,8 @@ class State:
     STARTING = "starting"
     READY = "ready"
     STOPPING = "stopping"
+    #: A project-local extension the user has not trusted (see ``zot ext trust``).
+    UNTRUSTED = "untrusted"
     #: Ended on its own; waiting out its backoff before a restart.
     RESTARTING = "restarting"
     EXITED = "exited"
@@ -222,6 +224,11 @@ class Extension:
                 if self.found.error:
                     self.state = State.FAILED
                     self.note(f"not started: {self.found.error}")
+                return
+            if self.found.untrusted:
+                self.state = State.UNTRUSTED
+                self.last_error = self.found.untrusted
+                self.note(f"not started: {self.found.untrusted}")
                 return
             try:
                 process = self._start()

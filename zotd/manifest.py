@@ -71,6 +71,7 @@ class Found:
         manifest: the parsed manifest, or ``None`` if it did not parse.
         argv: the resolved executable and its args; empty when ``error`` is set.
         error: why it cannot be started ("" when it can).
+        untrusted: why it may not be started ("" when it may).
     """
 
     name: str
@@ -79,6 +80,8 @@ class Found:
     manifest: Manifest | None = None
     argv: list[str] = field(default_factory=list)
     error: str = ""
+    #: Why it may not run (a project extension the user has not trusted), or "".
+    untrusted: str = ""
 
 
 _decoder = msgspec.json.Decoder(Manifest)

@@ -263,6 +263,8 @@ class ClientSession:
                 return await admin.set_enabled(self.daemon, ws, name, False)
             case ap.ExtReload(name=name):
                 return await admin.reload(self.daemon, ws, name)
+            case ap.ExtTrust():
+                return await admin.trust_project(self.daemon, ws)
             case ap.ExtLogs(name=name, lines=lines):
                 return await admin.logs(self.daemon, ws, name, lines)
             case ap.Intercept(event=event):

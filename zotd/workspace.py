@@ -19,12 +19,12 @@ from typing import Protocol
 import msgspec
 import trio
 
-from . import EXTENSION_PROTOCOL_VERSION, __version__
+from . import EXTENSION_PROTOCOL_VERSION, __version__, trust
 from .config import BUILTIN_TOOLS, Config
 from .environment import extension_env
 from .errors import RequestError
 from .extension import Extension, State
-from .manifest import Found, discover
+from .manifest import Found, Scope, discover
 from .paths import Paths
 from .process import Spawner
 from .protocol import agent as ap
@@ -116,13 +116,20 @@ class Workspace:
         log.info("workspace %s stopped", self.root)
 
     def discover(self) -> list[Found]:
-        """What the workspace's extensions are on disk now, one per name."""
-        return discover(
+        """What the workspace's extensions are on disk now, one per name,
+        project-local ones marked if the user has not trusted them."""
+        found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
             explicit=self._ctx.explicit,
             path_env=self._ctx.env.get("PATH", ""),
         )
+        if not self._config.trust_project_extensions:
+            store = trust.load(self._ctx.paths.home)
+            for f in found:
+                if f.scope == Scope.PROJECT and not f.error:
+                    f.untrusted = trust.distrust_reason(f, self.root, store)
+        return found
 
     def _new(self, found: Found) -> Extension:
         ext = Extension(

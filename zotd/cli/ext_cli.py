@@ -15,7 +15,7 @@ from typing import Annotated
 
 from cyclopts import App, Parameter
 
-from .. import manage
+from .. import manage, trust
 from ..client import Client
 from ..manifest import Found
 from ..protocol import agent as ap
@@ -31,13 +31,20 @@ NOT_RUNNING = "zotd is not running; these start when it next starts"
 
 
 def _cwd(opts: Options) -> Path:
-    return (opts.cwd or Path(os.getcwd())).absolute()
+    # The workspace, named as the daemon names it: by its real path.
+    return Path(os.path.realpath(opts.cwd or os.getcwd()))
 
 
 def _local(opts: Options, where: Where | None) -> tuple[list[Found], Path]:
-    """What is installed for this directory (no daemon needed), and the global dir."""
-    paths, _ = settings(where)
+    """What is installed for this directory (no daemon needed), and the global dir;
+    project-local extensions not trusted yet are marked as the daemon would."""
+    paths, config = settings(where)
     found = manage.installed(workspace=_cwd(opts), global_dir=paths.extensions_dir)
+    if not config.trust_project_extensions:
+        store = trust.load(paths.home)
+        for f in found:
+            if f.scope == "project" and not f.error:
+                f.untrusted = trust.distrust_reason(f, _cwd(opts), store)
     return found, paths.extensions_dir
 
 
@@ -60,7 +67,15 @@ def _offline_info(f: Found) -> ap.ExtensionInfo:
         scope=f.scope,
         dir=str(f.dir),
         enabled=enabled,
-        state="failed" if f.error else ("disabled" if not enabled else "stopped"),
+        state=(
+            "failed"
+            if f.error
+            else "disabled"
+            if not enabled
+            else "untrusted"
+            if f.untrusted
+            else "stopped"
+        ),
         pid=None,
         restarts=0,
         restart_reason="",
@@ -70,7 +85,7 @@ def _offline_info(f: Found) -> ap.ExtensionInfo:
         events=[],
         intercepts=[],
         log="",
-        last_error=f.error,
+        last_error=f.error or f.untrusted,
         log_tail=[],
     )
 
@@ -108,7 +123,7 @@ def _print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool) -> int
     header = ("NAME", "VERSION", "SCOPE", "ENABLED", "STATE", "PID", "RESTARTS", "PROVIDES", "DIR")
     print(table(rows, header))
     for i in infos:
-        if i.state == "failed" and i.last_error:
+        if i.state in ("failed", "untrusted") and i.last_error:
             print(f"{i.name}: {i.last_error}", file=sys.stderr)
     if not running:
         print(f"({NOT_RUNNING})", file=sys.stderr)
@@ -181,6 +196,8 @@ def install(
             found = manage.install(source, root, scope)
         except manage.ManageError as exc:
             die(f"zot: {exc}")
+        if scope == "project":  # what the user installs, the user trusts
+            trust.trust(paths.home, _cwd(o), [found])
         if o.json:
             print_json(_offline_info(found))
         else:
@@ -334,6 +351,40 @@ def reload(
 
     def offline() -> int:
         die("zot: zotd is not running; nothing to reload (extensions load when it starts)")
+
+    return with_client(o, where, live, offline)
+
+
+@app.command(name="trust")
+def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
+    """Trust this project's own extensions (./.zot/extensions/) as they are now, and start them.
+
+    Project-local extensions come with the repository, so zotd runs them only
+    once trusted. Trust is pinned to their manifests and the files they run:
+    after a change, they wait for `zot ext trust` again.
+    """
+    o = opts or Options()
+
+    def report(names: list[str], note: str) -> int:
+        if o.json:
+            print_json(names)
+        elif not names:
+            print(f"no project-local extensions in {_cwd(o)}")
+        else:
+            print(f"trusted {', '.join(names)} in {_cwd(o)}{note}")
+        return 0
+
+    async def live(zot: Client) -> int:
+        infos = await zot.ext_trust()
+        for i in infos:
+            if not o.json:
+                print(f"{i.name}: {_describe(i)}")
+        return report([i.name for i in infos], "")
+
+    def offline() -> int:
+        paths, _ = settings(where)
+        found = [f for f in _local(o, where)[0] if f.scope == "project" and not f.error]
+        return report(trust.trust(paths.home, _cwd(o), found), f"; {OFFLINE}")
 
     return with_client(o, where, live, offline)
 

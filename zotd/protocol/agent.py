@@ -143,6 +143,10 @@ class ExtReload(_Request, tag="ext_reload"):
     name: str | None = None
 
 
+class ExtTrust(_Request, tag="ext_trust"):
+    """Trusts the workspace's project-local extensions as they are now, and starts them."""
+
+
 class ExtLogs(_Request, tag="ext_logs"):
     """The last ``lines`` lines of an extension's log."""
 
@@ -174,6 +178,7 @@ Request = (
     | ExtEnable
     | ExtDisable
     | ExtReload
+    | ExtTrust
     | ExtLogs
     | Status
     | Shutdown
@@ -345,7 +350,8 @@ class ExtChangeData(msgspec.Struct):
 
 
 class ExtReloadData(msgspec.Struct):
-    """``data`` of ``ext_reload``: the reloaded extensions of the caller's workspace."""
+    """``data`` of ``ext_reload`` (the reloaded extensions of the caller's
+    workspace) and of ``ext_trust`` (its project-local extensions)."""
 
     extensions: list[ExtensionInfo]
 
@@ -401,6 +407,7 @@ _request_decoder: FrameDecoder[Request] = FrameDecoder(
         ExtEnable,
         ExtDisable,
         ExtReload,
+        ExtTrust,
         ExtLogs,
         Status,
         Shutdown,
