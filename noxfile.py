@@ -30,3 +30,10 @@ def typecheck(session: nox.Session) -> None:
     """Type-check with mypy (strict on zotd/)."""
     session.install("-e", ".[typecheck]", "nox")
     session.run("mypy")
+
+
+@nox.session(python=PYTHON)
+def soak(session: nox.Session) -> None:
+    """Fault-injection soak: prints lost/wrong replies and orphans (`-- --quick`)."""
+    session.install("-e", ".")
+    session.run("python", "soak/soak.py", *session.posargs)

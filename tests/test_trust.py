@@ -116,3 +116,27 @@ async def test_nothing_to_trust(start_daemon: StartDaemon, paths: Paths, project
         assert await zot.ext_trust() == []
         with pytest.raises(ZotdError):
             await zot.ext_reload("nothing")
+
+
+def test_concurrent_trust_loses_nothing(tmp_path: Path) -> None:
+    import threading
+
+    project = tmp_path / "p"
+    founds = [
+        load(project_ext(project, f"e{i}", "--tools", f"t{i}"), Scope.PROJECT) for i in range(8)
+    ]
+    errors: list[BaseException] = []
+
+    def trust_one(i: int) -> None:
+        try:
+            trust.trust(tmp_path / "home", project, [founds[i]])
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=trust_one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(trust.load(tmp_path / "home")[str(project)]) == [f"e{i}" for i in range(8)]

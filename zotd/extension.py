@@ -274,6 +274,8 @@ class Extension:
                 with trio.CancelScope(shield=True), trio.move_on_after(self._config.kill_timeout):
                     self.exit_code = await process.wait()
             self._process_exited.set()
+            with trio.CancelScope(shield=True):
+                await process.stdout.aclose()  # now, not whenever the GC gets to it
 
     def _finish(self) -> None:
         code = self.exit_code

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
+import threading
 from pathlib import Path
 
 from .manifest import MANIFEST, Found
@@ -78,16 +80,18 @@ def trust(home: Path, workspace: Path, found: list[Found]) -> list[str]:
 
     Returns the names trusted. Written atomically, 0600.
     """
-    store = load(home)
-    pinned = store.setdefault(str(workspace), {})
-    for ext in found:
-        pinned[ext.name] = fingerprint(ext)
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / TRUST_FILE
-    tmp = path.with_name(f".{TRUST_FILE}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump({"version": 1, "workspaces": store}, out, indent=2, sort_keys=True)
-        out.write("\n")
-    os.replace(tmp, path)
+    with _writing:  # the daemon may trust from several threads at once
+        store = load(home)
+        pinned = store.setdefault(str(workspace), {})
+        for ext in found:
+            pinned[ext.name] = fingerprint(ext)
+        home.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{TRUST_FILE}.", dir=home)  # 0600
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"version": 1, "workspaces": store}, out, indent=2, sort_keys=True)
+            out.write("\n")
+        os.replace(tmp, home / TRUST_FILE)
     return [ext.name for ext in found]
+
+
+_writing = threading.Lock()

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""A guard: blocks tool calls whose `command` contains `rm -rf`, naming the call.
+
+Its `reason` carries the call's `tool_id`, so a verdict delivered to the
+wrong intercept is detectable. Some of its answers are faulty on purpose:
+never sent (the decision waits for `intercept_timeout`, then allows),
+malformed (counts as allow), or slow.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from extlib import fault, frames, rng, send, start
+
+
+def judge(msg: dict[str, Any]) -> None:
+    rid, tool_id = msg["id"], msg.get("tool_id")
+    args = msg.get("tool_args") if isinstance(msg.get("tool_args"), dict) else {}
+    draw = rng.random()
+    if draw < 0.08:
+        fault("guard", "silent")
+        return
+    if draw < 0.13:
+        fault("guard", "malformed")
+        send({"type": "event_intercept_response", "id": rid, "block": "maybe"})
+        return
+    if draw < 0.23:
+        fault("guard", "slow")
+        time.sleep(rng.uniform(0.1, 0.5))
+    block = "rm -rf" in str(args.get("command", ""))
+    reply: dict[str, Any] = {"type": "event_intercept_response", "id": rid, "block": block}
+    if block:
+        reply["reason"] = f"guard blocked {tool_id}"
+    send(reply)
+
+
+start("guard", events=("tool_call",), intercept=("tool_call",))
+for msg in frames():
+    kind = msg.get("type")
+    if kind == "event_intercept":
+        threading.Thread(target=judge, args=(msg,), daemon=True).start()
+    elif kind == "shutdown":
+        send({"type": "shutdown_ack"})
+        break
