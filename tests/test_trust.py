@@ -130,7 +130,7 @@ def test_concurrent_trust_loses_nothing(tmp_path: Path) -> None:
     def trust_one(i: int) -> None:
         try:
             trust.trust(tmp_path / "home", project, [founds[i]])
-        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+        except BaseException as exc:  # collected and asserted below
             errors.append(exc)
 
     threads = [threading.Thread(target=trust_one, args=(i,)) for i in range(8)]
