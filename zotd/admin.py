@@ -21,7 +21,7 @@ import trio
 
 from . import manage, trust
 from .errors import RequestError
-from .extension import tail
+from .logfiles import tail
 from .manifest import Found, Scope, project_dir
 from .protocol import agent as ap
 

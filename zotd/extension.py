@@ -632,7 +632,9 @@ class Extension:
             intercepts=sorted(self.intercepts),
             log=str(self.log_path),
             last_error=self.last_error,
-            log_tail=tail(self.log_path, LOG_TAIL_LINES) if self.exit_code is not None else [],
+            log_tail=logfiles.tail(self.log_path, LOG_TAIL_LINES)
+            if self.exit_code is not None
+            else [],
         )
 
 
@@ -645,20 +647,3 @@ def _describe_exit(code: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-code}"
     return f"exited with code {code}"
-
-
-def tail(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines of a text file (empty if it cannot be read).
-
-    Reads only the end of the file (about 256 bytes a line, 8 KiB at least).
-    """
-    budget = max(8192, lines * 256)
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - budget))
-            data = f.read()
-    except OSError:
-        return []
-    return data.decode("utf-8", "replace").splitlines()[-lines:]

@@ -58,3 +58,20 @@ def rotate_if_big(path: Path, max_bytes: int, keep: int = KEEP) -> bool:
     with path.open("r+b") as f:
         f.truncate(0)
     return True
+
+
+def tail(path: Path, lines: int) -> list[str]:
+    """The last ``lines`` lines of a text file (empty if it cannot be read).
+
+    Reads only the end of the file (about 256 bytes a line, 8 KiB at least).
+    """
+    budget = max(8192, lines * 256)
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - budget))
+            data = f.read()
+    except OSError:
+        return []
+    return data.decode("utf-8", "replace").splitlines()[-lines:]

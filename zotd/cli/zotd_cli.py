@@ -20,8 +20,8 @@ from .. import __version__
 from ..client import Client, NotRunning, ZotdError, connect
 from ..config import Config
 from ..daemon import Daemon
-from ..extension import tail
 from ..listener import AlreadyRunning, SocketError
+from ..logfiles import tail
 from ..paths import Paths
 from ..protocol import agent as ap
 from .common import Where, die, print_json, run_async, settings, token_for
