@@ -339,7 +339,9 @@ class Workspace:
             state=ext.state,
             commands=self.registry.commands_of(ext.name),
             tools=self.registry.tools_of(ext.name),
-            error=ext.last_error if ext.state in (State.FAILED, State.RESTARTING) else "",
+            error=ext.last_error
+            if ext.state in (State.FAILED, State.RESTARTING, State.UNTRUSTED)
+            else "",
         )
         self._push(ap.encode(frame))
 
