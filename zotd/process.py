@@ -88,10 +88,6 @@ class ChildProcess:
     def pid(self) -> int:
         return self._popen.pid
 
-    @property
-    def returncode(self) -> int | None:
-        return self._popen.returncode
-
     async def wait(self) -> int:
         """Waits for exit, kills the rest of the process group, reaps the process.
 
@@ -219,11 +215,6 @@ class Watchdog:
             start_new_session=True,  # not in the daemon's group: it must outlive it
             close_fds=True,
         )
-
-    @property
-    def pid(self) -> int | None:
-        """The watchdog process's pid, while it runs."""
-        return self._process.pid if self._process is not None else None
 
     def __call__(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stderr: int
