@@ -40,7 +40,7 @@ from .protocol import extension as ep
 from .protocol.agent import ErrorCode, ExtensionInfo
 from .protocol.frames import FrameError, UnknownFrame, is_json_object
 from .protocol.lines import Oversized
-from .streams import CLOSE, LineReader, write_batches
+from .streams import LineReader, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,8 @@ class Extension:
         self._next_id = 0
         self._pending: dict[str, _Pending] = {}
         self._noise = _Noise()
-        self._send, self._outbox = trio.open_memory_channel[bytes](config.extension_queue)
+        #: Frames for its stdin; made when the process starts.
+        self._outbox: Outbox | None = None
 
     # --- lifetime ---------------------------------------------------------------
 
@@ -256,9 +257,10 @@ class Extension:
             os.close(fd)
 
     async def _supervise(self, process: Process) -> None:
+        self._outbox = Outbox(process.stdin, self._config.extension_queue)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._write, process)
+                nursery.start_soon(self._write, self._outbox)
                 reader_done = trio.Event()
                 nursery.start_soon(self._read, process, reader_done)
                 nursery.start_soon(self._handshake)
@@ -300,7 +302,6 @@ class Extension:
         for slot in self._pending.values():
             slot.resolve(None, error)
         self._pending.clear()
-        self._outbox.close()
         self._host.on_exit(self)
         self.settled.set()
         self.finished.set()
@@ -324,11 +325,12 @@ class Extension:
             return
         self.state = State.STOPPING
         self._host.on_changed(self)
-        for frame in (ep.encode(ep.Shutdown()), CLOSE):
+        if self._outbox is not None:
             try:
-                self._send.send_nowait(frame)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                break
+                self._outbox.put_nowait(ep.encode(ep.Shutdown()))
+                self._outbox.close()
+            except trio.BrokenResourceError:
+                pass
         with trio.move_on_after(self._config.shutdown_timeout):
             await self._process_exited.wait()
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -366,7 +368,8 @@ class Extension:
             RequestError: the extension is not running, ends before replying,
                 or replies with a malformed or mismatched frame.
         """
-        if not self.running:
+        outbox = self._outbox
+        if not self.running or outbox is None:
             raise extension_failed(f"extension {self.name!r} is {self.state}")
         self._next_id += 1
         rid = str(self._next_id)
@@ -374,8 +377,8 @@ class Extension:
         self._pending[rid] = slot
         try:
             try:
-                await self._send.send(make(rid))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await outbox.put(make(rid))
+            except trio.BrokenResourceError:
                 raise extension_failed(
                     f"extension {self.name!r} stopped reading its stdin"
                 ) from None
@@ -389,22 +392,21 @@ class Extension:
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
-        if not self.running:
+        if not self.running or self._outbox is None:
             return False
         try:
-            self._send.send_nowait(frame)
-        except trio.WouldBlock:
+            queued = self._outbox.put_nowait(frame)
+        except trio.BrokenResourceError:
+            return False
+        if not queued:
             self.note("stdin queue full: dropped a frame (is the extension reading stdin?)")
-            return False
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return False
-        return True
+        return queued
 
     # --- the three tasks ------------------------------------------------------------
 
-    async def _write(self, process: Process) -> None:
+    async def _write(self, outbox: Outbox) -> None:
         try:
-            await write_batches(self._outbox, process.stdin)
+            await outbox.run()
         except trio.BrokenResourceError:
             pass  # the process closed stdin or died; the exit is handled by run()
 

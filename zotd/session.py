@@ -24,7 +24,7 @@ from .errors import RequestError
 from .protocol import agent as ap
 from .protocol.frames import FrameError, UnknownFrame
 from .protocol.lines import Oversized
-from .streams import CLOSE, LineReader, write_batches
+from .streams import LineReader, Outbox
 
 if TYPE_CHECKING:
     from .daemon import Daemon
@@ -64,7 +64,7 @@ class ClientSession:
         self.dropped = 0
         self.done = trio.Event()
         self._stream = stream
-        self._out, self._outbox = trio.open_memory_channel[bytes](OUTBOX_SIZE)
+        self._outbox = Outbox(stream, OUTBOX_SIZE)
         self._read_scope = trio.CancelScope()
         #: Requests of this connection being run now.
         self.in_flight = 0
@@ -85,7 +85,7 @@ class ClientSession:
                             self._stream, self.daemon.config.max_frame_bytes
                         ):
                             await self._on_line(line, requests)
-                await self._send(CLOSE)
+                self._outbox.close()
         except Exception:
             log.exception("client %d: internal error", self.number)
         finally:
@@ -108,23 +108,22 @@ class ClientSession:
         if not self.subscribed:
             return
         try:
-            self._out.send_nowait(frame)
-        except trio.WouldBlock:
-            self.dropped += 1
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if not self._outbox.put_nowait(frame):
+                self.dropped += 1
+        except trio.BrokenResourceError:
             pass
 
     async def _write(self, cancel_all: trio.CancelScope) -> None:
         try:
-            await write_batches(self._outbox, self._stream)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._outbox.run()
+        except trio.BrokenResourceError:
             log.debug("client %d: gone; cancelling its requests", self.number)
             cancel_all.cancel()
 
     async def _send(self, frame: bytes) -> None:
         try:
-            await self._out.send(frame)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._outbox.put(frame)
+        except trio.BrokenResourceError:
             pass  # the client is gone; nobody to tell
 
     # --- requests -----------------------------------------------------------------

@@ -1,13 +1,27 @@
-"""Two loops every pipe and socket of the daemon needs: read lines, write batches.
+"""Reading lines from, and writing frames to, the daemon's pipes and sockets.
 
-Each stream has exactly one writer task (trio raises ``BusyResourceError`` on
-concurrent ``send_all``), fed by a bounded memory channel. The writer sends
-everything that is queued in one ``send_all``, so a burst of small frames
-costs one system call, not one each.
+Every frame an agent asks for crosses four of these (client socket in,
+extension pipe out, extension pipe in, client socket out), so this module is
+the daemon's hot path. Two rules keep it short:
+
+* **No task switch on the way out when the stream is idle.** A frame put
+  into an idle :class:`Outbox` is written by the task that put it, at once,
+  with a non-blocking write. Frames put while a write is under way (a burst:
+  64 replies resolved by one read) are queued, and the outbox's writer task
+  sends all of them in one write.
+* **No needless yield on the way in.** :class:`LineReader` reads with a
+  non-blocking ``read`` and waits for readability only when there is nothing
+  to read; it yields to other tasks only after a read that did not wait, so
+  a flooding peer cannot starve the rest of the daemon.
+
+Streams without a file descriptor (the in-memory streams tests use) go
+through the ordinary Trio stream methods instead.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from collections import deque
 
 import trio
@@ -17,8 +31,17 @@ from .protocol.lines import LineSplitter, Oversized
 #: Bytes asked of the kernel per read.
 READ_SIZE = 64 * 1024
 
-#: Queued for a writer: a frame, or this to send what is queued and close.
-CLOSE = b""
+#: Errors of a read or write that mean the peer is gone.
+_GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EBADF, errno.ENOTCONN, errno.ESHUTDOWN})
+
+
+def fd_of(stream: trio.abc.Stream | trio.abc.SendStream | trio.abc.ReceiveStream) -> int | None:
+    """The file descriptor under a Trio pipe or socket stream, else ``None``."""
+    if isinstance(stream, trio.lowlevel.FdStream):
+        return stream.fileno()
+    if isinstance(stream, trio.SocketStream):
+        return stream.socket.fileno()
+    return None
 
 
 class LineReader:
@@ -29,13 +52,15 @@ class LineReader:
     cancelled half-way leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_done", "_ready", "_splitter", "_stream")
+    __slots__ = ("_done", "_fd", "_ready", "_splitter", "_stream", "_waited")
 
     def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
         self._stream = stream
+        self._fd = fd_of(stream)
         self._splitter = LineSplitter(max_line)
         self._ready: deque[bytes | Oversized] = deque()
         self._done = False
+        self._waited = True
 
     def __aiter__(self) -> LineReader:
         return self
@@ -44,10 +69,7 @@ class LineReader:
         while not self._ready:
             if self._done:
                 raise StopAsyncIteration
-            try:
-                chunk = await self._stream.receive_some(READ_SIZE)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                chunk = b""
+            chunk = await self._receive()
             if chunk:
                 self._ready.extend(self._splitter.feed(chunk))
             else:
@@ -55,37 +77,159 @@ class LineReader:
                 self._ready.extend(self._splitter.close())
         return self._ready.popleft()
 
+    async def _receive(self) -> bytes:
+        fd = self._fd
+        if fd is None:
+            try:
+                return await self._stream.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return b""
+        if not self._waited:
+            await trio.lowlevel.checkpoint()  # the last read did not wait: be fair
+        self._waited = False
+        while True:
+            try:
+                return os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                if exc.errno in _GONE:
+                    return b""
+                raise
+            try:
+                await trio.lowlevel.wait_readable(fd)
+            except trio.ClosedResourceError:
+                return b""
+            self._waited = True
 
-async def write_batches(
-    frames: trio.MemoryReceiveChannel[bytes], stream: trio.abc.SendStream
-) -> None:
-    """Sends queued frames until :data:`CLOSE` is queued or every sender is gone.
 
-    The stream is closed when this returns, on error and on cancellation.
+class Outbox:
+    """Frames for one stream, written in order, with as few writes as possible.
 
-    Raises:
-        trio.BrokenResourceError: the peer went away (a dead extension, a
-            client that hung up).
+    One task runs :meth:`run`, the writer; any task may put frames. At most
+    ``limit`` frames wait: :meth:`put` then waits for room (a reply must not
+    be lost), :meth:`put_nowait` says no (a notification may be dropped).
+    After :meth:`close`, what is queued is written and the stream closed.
+
+    Raises (from the put methods):
+        trio.BrokenResourceError: the writer has ended (the peer went away, or
+            the outbox was closed).
     """
-    try:
-        async with frames:
+
+    __slots__ = (
+        "_broken",
+        "_closing",
+        "_fd",
+        "_flushing",
+        "_kick",
+        "_limit",
+        "_queue",
+        "_room",
+        "_stream",
+        "_writer_done",
+    )
+
+    def __init__(self, stream: trio.abc.SendStream, limit: int) -> None:
+        self._stream = stream
+        self._fd = fd_of(stream)
+        self._limit = limit
+        self._queue: deque[bytes] = deque()
+        self._closing = False
+        self._writer_done = False
+        self._broken: str | None = None
+        #: A frame was written inline and the writer has not run since: the
+        #: frames that follow in the same scheduler batch are queued, and go
+        #: out together.
+        self._flushing = False
+        self._kick = trio.lowlevel.ParkingLot()
+        self._room = trio.lowlevel.ParkingLot()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def put_nowait(self, frame: bytes) -> bool:
+        """Queues (or writes) a frame; ``False`` if ``limit`` frames already wait."""
+        if self._writer_done or self._closing or self._broken is not None:
+            raise trio.BrokenResourceError(self._broken or "the outbox is closed")
+        if self._queue or self._flushing or self._fd is None:
+            if len(self._queue) >= self._limit:
+                return False
+            self._queue.append(frame)
+            self._kick.unpark()
+            return True
+        try:
+            written = os.write(self._fd, frame)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self._broken = f"cannot write: {exc.strerror or exc}"
+            self._kick.unpark()  # the writer reports it
+            raise trio.BrokenResourceError(self._broken) from None
+        if written < len(frame):
+            self._queue.append(frame[written:])
+        self._flushing = True
+        self._kick.unpark()
+        return True
+
+    async def put(self, frame: bytes) -> None:
+        """Queues (or writes) a frame, waiting while ``limit`` frames wait.
+
+        Does not yield when there is room: the caller is about to wait anyway.
+        """
+        while not self.put_nowait(frame):
+            await self._room.park()
+
+    def close(self) -> None:
+        """Writes what is queued, then closes the stream; later puts raise."""
+        self._closing = True
+        self._kick.unpark()
+
+    async def run(self) -> None:
+        """The writer: runs until :meth:`close` (and a flush) or the peer is gone.
+
+        The stream is closed when this returns, on error and on cancellation.
+
+        Raises:
+            trio.BrokenResourceError: the peer went away.
+        """
+        try:
             while True:
-                try:
-                    frame = await frames.receive()
-                except trio.EndOfChannel:
+                if self._broken is not None:
+                    raise trio.BrokenResourceError(self._broken)
+                if self._queue:
+                    await self._flush()
+                    self._room.unpark_all()
+                    continue
+                self._flushing = False
+                if self._closing:
                     return
-                batch = [frame]
-                closing = frame == CLOSE
-                while not closing:
-                    try:
-                        frame = frames.receive_nowait()
-                    except (trio.WouldBlock, trio.EndOfChannel):
-                        break
-                    closing = frame == CLOSE
-                    batch.append(frame)
-                await stream.send_all(b"".join(batch) if len(batch) > 1 else batch[0])
-                if closing:
-                    return
-    finally:
-        with trio.CancelScope(shield=True):
-            await stream.aclose()
+                await self._kick.park()
+        finally:
+            self._writer_done = True
+            self._queue.clear()
+            self._room.unpark_all()
+            with trio.CancelScope(shield=True):
+                await self._stream.aclose()
+
+    async def _flush(self) -> None:
+        data = b"".join(self._queue) if len(self._queue) > 1 else self._queue[0]
+        self._queue.clear()
+        fd = self._fd
+        if fd is None:
+            await self._stream.send_all(data)
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                self._broken = f"cannot write: {exc.strerror or exc}"
+                raise trio.BrokenResourceError(self._broken) from None
+            try:
+                await trio.lowlevel.wait_writable(fd)
+            except trio.ClosedResourceError:
+                self._broken = "the stream was closed"
+                raise trio.BrokenResourceError(self._broken) from None
