@@ -33,6 +33,13 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against the bare relay and the MCP SDK; prints a table (`-- --quick`)."""
+    session.install("-e", ".[bench]")
+    session.run("python", "benchmarks/bench.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def soak(session: nox.Session) -> None:
     """Fault-injection soak: prints lost/wrong replies and orphans (`-- --quick`)."""
     session.install("-e", ".")

@@ -364,7 +364,7 @@ class Soak:
         try:
             async with tap, trio.open_nursery() as nursery:
                 zot = Client(tap, max_frame_bytes=self.config.max_frame_bytes)
-                nursery.start_soon(zot._read_loop)
+                nursery.start_soon(zot.run)
                 try:
                     yield zot
                 finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,7 +22,9 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import msgspec
+from anyio.abc import SocketAttribute
 
 from . import AGENT_PROTOCOL_VERSION
 from .paths import Paths, check_socket_path
@@ -33,11 +36,26 @@ T = TypeVar("T")
 #: Push frames buffered for :meth:`Client.notifications` before new ones are dropped.
 PUSH_BUFFER = 1024
 
+_READ_SIZE = 64 * 1024
+
+_encode = msgspec.json.Encoder().encode
+
+#: One decoder per type of reply data, made on first use.
+_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def _decode_as(cls: type[T], data: msgspec.Raw) -> T:
+    decoder = _decoders.get(cls)
+    if decoder is None:
+        decoder = _decoders[cls] = msgspec.json.Decoder(cls)
+    result: T = decoder.decode(data)
+    return result
+
 
 class ZotdError(Exception):
     """A request failed. ``code`` is an :class:`~zotd.protocol.agent.ErrorCode` value,
     or ``not_running``, ``cannot_connect`` or ``connection_lost`` for failures of
-    the connection itself."""
+    the connection itself, or ``bad_reply`` for a reply this client cannot read."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{message} ({code})")
@@ -55,16 +73,40 @@ class NotRunning(ZotdError):
         )
 
 
+class _Slot:
+    """Where the reply to one request lands."""
+
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.reply: ap.RawResponse | None = None
+
+
 class Client:
-    """One connection to zotd. Use :func:`connect` to make one."""
+    """One connection to zotd. Use :func:`connect` to make one.
+
+    A client made by hand must have :meth:`run` running in a task beside the
+    requests.
+
+    Requests may be sent from many tasks at once; each waits for its own
+    reply. A request sent while the connection is idle is written at once;
+    requests sent while a write is under way go out together in the next.
+    """
 
     def __init__(
         self, stream: anyio.abc.ByteStream, *, max_frame_bytes: int = 16 * 1024 * 1024
     ) -> None:
         self._stream = stream
+        # The socket under the stream, for non-blocking reads and writes
+        # without a task switch; None for other streams (they get the
+        # stream's own methods).
+        self._sock: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[anyio.Event, list[ap.Response]]] = {}
-        self._write_lock = anyio.Lock()
+        self._pending: dict[int, _Slot] = {}
+        self._queue: list[bytes] = []
+        self._flushing = False
+        self._kick = anyio.Event()
         self._push_send, self._push_recv = anyio.create_memory_object_stream[ap.Push](PUSH_BUFFER)
         self._max = max_frame_bytes
         self._lost: str | None = None
@@ -73,38 +115,144 @@ class Client:
         #: The reply to ``hello``, once sent.
         self.hello_data: ap.HelloData | None = None
 
+    async def run(self) -> None:
+        """Reads replies and writes requests until the connection ends or this is cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._write_loop)
+                await self._read_loop()
+                tg.cancel_scope.cancel()
+        finally:
+            self._lose("the connection to zotd was closed")
+            self._push_send.close()
+
+    def _lose(self, why: str) -> None:
+        # Every request still waiting fails now: nothing waits for a reply
+        # that cannot come.
+        self._lost = self._lost or why
+        for slot in self._pending.values():
+            slot.event.set()
+
+    async def _receive(self, waited: bool) -> bytes:
+        sock = self._sock
+        if sock is None:
+            return await self._stream.receive()
+        if not waited:
+            await anyio.lowlevel.checkpoint()  # the last read did not wait: be fair
+        while True:
+            try:
+                chunk = sock.recv(_READ_SIZE)
+            except BlockingIOError:
+                await anyio.wait_readable(sock)
+                continue
+            if not chunk:
+                raise anyio.EndOfStream
+            return chunk
+
     async def _read_loop(self) -> None:
         splitter = LineSplitter(self._max)
-        try:
-            while True:
-                try:
-                    chunk = await self._stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    break
-                for line in splitter.feed(chunk):
-                    if not isinstance(line, Oversized):
-                        self._on_line(line)
-        finally:
-            self._lost = self._lost or "the connection to zotd was closed"
-            for event, _ in self._pending.values():
-                event.set()
-            self._push_send.close()
+        waited = True
+        while True:
+            try:
+                chunk = await self._receive(waited)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+            except OSError as exc:
+                self._lose(f"the connection to zotd failed: {exc.strerror or exc}")
+                return
+            waited = False
+            for line in splitter.feed(chunk):
+                if not isinstance(line, Oversized):
+                    self._on_line(line)
 
     def _on_line(self, line: bytes) -> None:
         try:
-            frame = ap.decode_server_frame(line)
+            frame = ap.decode_reply(line)
         except msgspec.DecodeError:
             return  # a newer daemon's frame we cannot read
-        if isinstance(frame, ap.Response):
+        if isinstance(frame, ap.RawResponse):
             slot = self._pending.get(frame.id) if isinstance(frame.id, int) else None
             if slot is not None:
-                slot[1].append(frame)
-                slot[0].set()
+                slot.reply = frame
+                slot.event.set()
             return
         try:
             self._push_send.send_nowait(frame)
         except anyio.WouldBlock:
             self.dropped += 1
+
+    def _send(self, line: bytes) -> None:
+        # Written now if the connection is idle, else queued for the writer.
+        # A lone request goes out now; with others in flight, requests are
+        # gathered so that a burst costs one write (and one wakeup of zotd).
+        sock = self._sock
+        if sock is None or self._queue or self._flushing or len(self._pending) > 1:
+            self._queue.append(line)
+        else:
+            try:
+                sent = sock.send(line)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                raise ZotdError("connection_lost", f"cannot send to zotd: {exc}") from None
+            if sent < len(line):
+                self._queue.append(line[sent:])
+            self._flushing = True
+        self._kick.set()
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._kick.wait()
+            self._kick = anyio.Event()
+            while self._queue:
+                data = b"".join(self._queue)
+                self._queue.clear()
+                try:
+                    await self._write(data)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                    self._lose(f"cannot send to zotd: {exc}")
+                    return
+            self._flushing = False
+
+    async def _write(self, data: bytes) -> None:
+        sock = self._sock
+        if sock is None:
+            await self._stream.send(data)
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[sock.send(view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(sock)
+
+    async def _call(self, type: str, fields: dict[str, Any]) -> ap.RawResponse:
+        if self._lost is not None:
+            raise ZotdError("connection_lost", self._lost)
+        rid = next(self._ids)
+        fields["id"] = rid
+        fields["type"] = type
+        line = _encode(fields) + b"\n"
+        if len(line) - 1 > self._max:
+            # The daemon could only answer with an id-less error; say it here.
+            raise ZotdError(
+                "frame_too_large",
+                f"a {len(line) - 1}-byte request is over the {self._max}-byte limit",
+            )
+        slot = _Slot()
+        self._pending[rid] = slot
+        try:
+            self._send(line)
+            await slot.event.wait()
+        finally:
+            del self._pending[rid]
+        reply = slot.reply
+        if reply is None:
+            raise ZotdError("connection_lost", self._lost or "no reply")
+        if not reply.success:
+            error = reply.error or ap.ErrorBody("internal", "failed without an error")
+            raise ZotdError(error.code, error.message)
+        return reply
 
     async def request(self, type: str, **fields: Any) -> Any:
         """Sends any request and returns its reply's ``data`` (decoded JSON).
@@ -112,38 +260,14 @@ class Client:
         Raises:
             ZotdError: the daemon answered with an error, or the connection was lost.
         """
-        if self._lost is not None:
-            raise ZotdError("connection_lost", self._lost)
-        rid = next(self._ids)
-        event = anyio.Event()
-        box: list[ap.Response] = []
-        self._pending[rid] = (event, box)
-        try:
-            line = msgspec.json.encode({"id": rid, "type": type, **fields}) + b"\n"
-            if len(line) - 1 > self._max:
-                # The daemon could only answer with an id-less error; say it here.
-                raise ZotdError(
-                    "frame_too_large",
-                    f"a {len(line) - 1}-byte request is over the {self._max}-byte limit",
-                )
-            async with self._write_lock:
-                try:
-                    await self._stream.send(line)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                    raise ZotdError("connection_lost", f"cannot send to zotd: {exc}") from None
-            await event.wait()
-        finally:
-            self._pending.pop(rid, None)
-        if not box:
-            raise ZotdError("connection_lost", self._lost or "no reply")
-        reply = box[0]
-        if not reply.success:
-            error = reply.error or ap.ErrorBody("internal", "failed without an error")
-            raise ZotdError(error.code, error.message)
-        return reply.data
+        return msgspec.json.decode((await self._call(type, fields)).data)
 
     async def _typed(self, cls: type[T], type: str, **fields: Any) -> T:
-        return msgspec.convert(await self.request(type, **fields), cls)
+        data = (await self._call(type, fields)).data
+        try:
+            return _decode_as(cls, data)
+        except msgspec.ValidationError as exc:
+            raise ZotdError("bad_reply", f"zotd's reply to {type} did not fit: {exc}") from None
 
     # --- one method per request ---------------------------------------------------
 
@@ -318,7 +442,7 @@ async def connect(
     try:
         async with stream, anyio.create_task_group() as tg:
             zot = Client(stream)
-            tg.start_soon(zot._read_loop)
+            tg.start_soon(zot.run)
             try:
                 if hello:
                     await zot.hello(

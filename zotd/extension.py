@@ -132,20 +132,42 @@ class Host(Protocol):
 
 
 class _Pending:
-    """A one-shot slot for the reply to one request."""
+    """A one-shot slot for the reply to one request.
 
-    __slots__ = ("error", "event", "expect", "reply")
+    The waiting task is parked and rescheduled directly (no Event): this is
+    on the path of every call.
+    """
+
+    __slots__ = ("expect", "outcome", "task")
 
     def __init__(self, expect: type[Reply]) -> None:
         self.expect = expect
-        self.event = trio.Event()
-        self.reply: Reply | None = None
-        self.error: RequestError | None = None
+        self.outcome: Reply | RequestError | None = None
+        self.task: trio.lowlevel.Task | None = None
 
     def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
-        if not self.event.is_set():
-            self.reply, self.error = reply, error
-            self.event.set()
+        """Delivers the reply (or the error); later calls do nothing."""
+        if self.outcome is not None:
+            return
+        self.outcome = error if error is not None else reply
+        if self.task is not None:
+            trio.lowlevel.reschedule(self.task)
+            self.task = None
+
+    async def wait(self) -> Reply | RequestError:
+        """Waits for :meth:`resolve`; cancellation withdraws the wait."""
+        if self.outcome is None:
+            self.task = trio.lowlevel.current_task()
+
+            def abort(_: object) -> trio.lowlevel.Abort:
+                self.task = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            await trio.lowlevel.checkpoint()
+        assert self.outcome is not None
+        return self.outcome
 
 
 class Extension:
@@ -377,18 +399,18 @@ class Extension:
         self._pending[rid] = slot
         try:
             try:
-                await outbox.put(make(rid))
+                await outbox.put(make(rid), alone=len(self._pending) == 1)
             except trio.BrokenResourceError:
                 raise extension_failed(
                     f"extension {self.name!r} stopped reading its stdin"
                 ) from None
-            await slot.event.wait()
+            outcome = await slot.wait()
         finally:
             self._pending.pop(rid, None)
-        if slot.error is not None:
-            raise slot.error
-        assert isinstance(slot.reply, expect)
-        return slot.reply
+        if isinstance(outcome, RequestError):
+            raise outcome
+        assert isinstance(outcome, expect)
+        return outcome
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
@@ -412,15 +434,16 @@ class Extension:
 
     async def _read(self, process: Process, done: trio.Event) -> None:
         try:
-            async for line in LineReader(process.stdout, self._config.max_frame_bytes):
-                if isinstance(line, Oversized):
-                    if self._noisy():
-                        self.note(
-                            f"dropped a {line.size}-byte line: longer than the "
-                            f"{self._config.max_frame_bytes}-byte frame limit"
-                        )
-                elif line.strip():
-                    self._on_line(line)
+            async for lines in LineReader(process.stdout, self._config.max_frame_bytes):
+                for line in lines:
+                    if isinstance(line, Oversized):
+                        if self._noisy():
+                            self.note(
+                                f"dropped a {line.size}-byte line: longer than the "
+                                f"{self._config.max_frame_bytes}-byte frame limit"
+                            )
+                    elif line.strip():
+                        self._on_line(line)
                 if self._noise.unpaused >= NOISE_PAUSE_EVERY:
                     self._noise.unpaused = 0
                     await trio.sleep(NOISE_PAUSE)

@@ -81,10 +81,11 @@ class ClientSession:
                 nursery.start_soon(self._write, nursery.cancel_scope)
                 async with trio.open_nursery() as requests:
                     with self._read_scope:
-                        async for line in LineReader(
+                        async for lines in LineReader(
                             self._stream, self.daemon.config.max_frame_bytes
                         ):
-                            await self._on_line(line, requests)
+                            for line in lines:
+                                await self._on_line(line, requests)
                 self._outbox.close()
         except Exception:
             log.exception("client %d: internal error", self.number)
@@ -122,7 +123,7 @@ class ClientSession:
 
     async def _send(self, frame: bytes) -> None:
         try:
-            await self._outbox.put(frame)
+            await self._outbox.put(frame, alone=self.in_flight <= 1)
         except trio.BrokenResourceError:
             pass  # the client is gone; nobody to tell
 
@@ -222,6 +223,9 @@ class ClientSession:
 
     async def _dispatch(self, req: ap.Request, line: bytes) -> msgspec.Struct:
         ws = self.workspace
+        if type(req) is ap.CallTool:  # the hot path first: no pattern matching
+            assert ws is not None
+            return await ws.call_tool(req.name, req.args, req.timeout_s)
         match req:
             case ap.Hello():
                 return await self._hello(req)

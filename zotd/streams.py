@@ -4,11 +4,12 @@ Every frame an agent asks for crosses four of these (client socket in,
 extension pipe out, extension pipe in, client socket out), so this module is
 the daemon's hot path. Two rules keep it short:
 
-* **No task switch on the way out when the stream is idle.** A frame put
-  into an idle :class:`Outbox` is written by the task that put it, at once,
-  with a non-blocking write. Frames put while a write is under way (a burst:
-  64 replies resolved by one read) are queued, and the outbox's writer task
-  sends all of them in one write.
+* **No task switch on the way out when the stream is idle.** A lone frame
+  put into an idle :class:`Outbox` is written by the task that put it, at
+  once, with a non-blocking write. Frames of a busy stream (its owner has
+  other requests in flight, or a write is under way) are queued, and the
+  outbox's writer task sends all of them in one write: a burst of 64 replies
+  costs one system call, and wakes the reader once.
 * **No needless yield on the way in.** :class:`LineReader` reads with a
   non-blocking ``read`` and waits for readability only when there is nothing
   to read; it yields to other tasks only after a read that did not wait, so
@@ -45,39 +46,39 @@ def fd_of(stream: trio.abc.Stream | trio.abc.SendStream | trio.abc.ReceiveStream
 
 
 class LineReader:
-    """Iterates a stream's lines until end of stream, then its unterminated tail.
+    """Iterates a stream's lines, a read's worth at a time, until end of stream
+    (then its unterminated tail). Each step gives at least one line.
 
     A closed or broken stream ends the iteration like end of stream does. A
     plain async iterator rather than an async generator, so that a loop
     cancelled half-way leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_done", "_fd", "_ready", "_splitter", "_stream", "_waited")
+    __slots__ = ("_done", "_fd", "_splitter", "_stream", "_waited")
 
     def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
         self._stream = stream
         self._fd = fd_of(stream)
         self._splitter = LineSplitter(max_line)
-        self._ready: deque[bytes | Oversized] = deque()
         self._done = False
         self._waited = True
 
     def __aiter__(self) -> LineReader:
         return self
 
-    async def __anext__(self) -> bytes | Oversized:
-        while not self._ready:
-            if self._done:
-                raise StopAsyncIteration
+    async def __anext__(self) -> list[bytes | Oversized]:
+        while not self._done:
             chunk = await self._receive()
             if chunk:
-                self._ready.extend(self._splitter.feed(chunk))
+                lines = list(self._splitter.feed(chunk))
             else:
                 self._done = True
-                self._ready.extend(self._splitter.close())
-        return self._ready.popleft()
+                lines = list(self._splitter.close())
+            if lines:
+                return lines
+        raise StopAsyncIteration
 
-    async def _receive(self) -> bytes:
+    async def _receive(self) -> bytes | bytearray:
         fd = self._fd
         if fd is None:
             try:
@@ -147,11 +148,16 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def put_nowait(self, frame: bytes) -> bool:
-        """Queues (or writes) a frame; ``False`` if ``limit`` frames already wait."""
+    def put_nowait(self, frame: bytes, *, alone: bool = True) -> bool:
+        """Queues (or writes) a frame; ``False`` if ``limit`` frames already wait.
+
+        ``alone=False`` says more frames are likely to follow soon (the
+        stream is busy): the frame is queued, never written inline, so that
+        the writer sends it with the others.
+        """
         if self._writer_done or self._closing or self._broken is not None:
             raise trio.BrokenResourceError(self._broken or "the outbox is closed")
-        if self._queue or self._flushing or self._fd is None:
+        if self._queue or self._flushing or not alone or self._fd is None:
             if len(self._queue) >= self._limit:
                 return False
             self._queue.append(frame)
@@ -171,12 +177,12 @@ class Outbox:
         self._kick.unpark()
         return True
 
-    async def put(self, frame: bytes) -> None:
+    async def put(self, frame: bytes, *, alone: bool = True) -> None:
         """Queues (or writes) a frame, waiting while ``limit`` frames wait.
 
         Does not yield when there is room: the caller is about to wait anyway.
         """
-        while not self.put_nowait(frame):
+        while not self.put_nowait(frame, alone=alone):
             await self._room.park()
 
     def close(self) -> None:

@@ -204,6 +204,17 @@ class Response(msgspec.Struct, tag_field="type", tag="response", omit_defaults=T
     error: ErrorBody | None = None
 
 
+class RawResponse(msgspec.Struct, tag_field="type", tag="response"):
+    """A :class:`Response` as a client reads it: ``data`` is kept as raw JSON,
+    to be decoded once, straight into the type the request expects."""
+
+    id: Id | None
+    command: str | None
+    success: bool
+    data: msgspec.Raw = msgspec.Raw(b"null")
+    error: ErrorBody | None = None
+
+
 class NotifyPush(msgspec.Struct, tag_field="type", tag="notify"):
     """An extension's ``notify``, pushed to subscribed connections."""
 
@@ -416,6 +427,9 @@ _request_decoder: FrameDecoder[Request] = FrameDecoder(
 _server_frame_decoder: msgspec.json.Decoder[Response | Push] = msgspec.json.Decoder(
     Response | NotifyPush | ExtensionStatePush
 )
+_reply_decoder: msgspec.json.Decoder[RawResponse | Push] = msgspec.json.Decoder(
+    RawResponse | NotifyPush | ExtensionStatePush
+)
 _payload_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _OMIT = frozenset({"id", "type"})
 
@@ -444,6 +458,18 @@ def event_payload(line: bytes) -> dict[str, msgspec.Raw]:
     """The fields of an ``emit_event`` or ``intercept`` line but ``id`` and ``type``."""
     fields = _payload_decoder.decode(line)
     return {k: v for k, v in fields.items() if k not in _OMIT}
+
+
+def decode_reply(line: bytes) -> RawResponse | Push:
+    """Decodes a line the daemon wrote, leaving a response's ``data`` raw.
+
+    Raises:
+        msgspec.DecodeError: not a frame (too deeply nested JSON included).
+    """
+    try:
+        return _reply_decoder.decode(line)
+    except RecursionError:
+        raise msgspec.DecodeError("JSON nested too deeply") from None
 
 
 def decode_server_frame(line: bytes) -> Response | Push:
