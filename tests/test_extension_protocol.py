@@ -507,6 +507,23 @@ def test_encode_event_with_id_is_an_event_intercept_frame() -> None:
     )
 
 
+@pytest.mark.parametrize("payload", [{}, {"event": '"tool_call"'}, {"event": '"x"', "n": "[1,{}]"}])
+@pytest.mark.parametrize("rid", ["1", 'q"\\7'])
+def test_event_intercept_maker_encodes_the_payload_once_for_any_id(
+    payload: dict[str, str], rid: str
+) -> None:
+    make = ep.event_intercept_maker(raw_payload(**payload))
+    expected = {
+        "type": "event_intercept",
+        "id": rid,
+        **{k: json.loads(v) for k, v in payload.items()},
+    }
+    assert json.loads(make(rid)) == expected
+    assert list(json.loads(make(rid))) == list(expected)
+    assert make(rid).endswith(b"}\n")
+    assert make(rid).count(b"\n") == 1
+
+
 def test_encode_event_passes_unknown_fields_through_verbatim() -> None:
     odd = '{"nested": [1, 2.50, "x"],  "deep": {"a": null}}'
     data = ep.encode_event(raw_payload(event='"assistant_message"', extra=odd, flag="true"))

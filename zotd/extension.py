@@ -138,19 +138,26 @@ class _Pending:
     on the path of every call.
     """
 
-    __slots__ = ("expect", "outcome", "task")
+    __slots__ = ("callback", "expect", "outcome", "task")
 
-    def __init__(self, expect: type[Reply]) -> None:
+    def __init__(
+        self, expect: type[Reply], callback: Callable[[Reply | RequestError], None] | None = None
+    ) -> None:
         self.expect = expect
         self.outcome: Reply | RequestError | None = None
         self.task: trio.lowlevel.Task | None = None
+        #: Called with the outcome instead of waking a task (see ``Extension.ask``).
+        self.callback = callback
 
     def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
         """Delivers the reply (or the error); later calls do nothing."""
         if self.outcome is not None:
             return
-        self.outcome = error if error is not None else reply
-        if self.task is not None:
+        outcome = self.outcome = error if error is not None else reply
+        assert outcome is not None
+        if self.callback is not None:
+            self.callback(outcome)
+        elif self.task is not None:
             trio.lowlevel.reschedule(self.task)
             self.task = None
 
@@ -411,6 +418,40 @@ class Extension:
             raise outcome
         assert isinstance(outcome, expect)
         return outcome
+
+    def ask(
+        self,
+        make: Callable[[str], bytes],
+        expect: type[R],
+        callback: Callable[[R | RequestError], None],
+    ) -> str:
+        """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
+        reply (or the error) from the task that reads it.
+
+        For asking many extensions at once without a task each. Returns the
+        request's id: pass it to :meth:`withdraw` when the answer is no
+        longer wanted (a deadline passed).
+
+        Raises:
+            RequestError: the extension is not running or its stdin queue is full.
+        """
+        outbox = self._outbox
+        if not self.running or outbox is None:
+            raise extension_failed(f"extension {self.name!r} is {self.state}")
+        self._next_id += 1
+        rid = str(self._next_id)
+        try:
+            queued = outbox.put_nowait(make(rid), alone=not self._pending)
+        except trio.BrokenResourceError:
+            queued = False
+        if not queued:
+            raise extension_failed(f"extension {self.name!r} is not reading its stdin")
+        self._pending[rid] = _Pending(expect, callback)  # type: ignore[arg-type]
+        return rid
+
+    def withdraw(self, rid: str) -> None:
+        """Forgets a request made with :meth:`ask`; a late reply is logged and dropped."""
+        self._pending.pop(rid, None)
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""

@@ -9,6 +9,7 @@ and its own subscriptions.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -439,30 +440,45 @@ class Workspace:
 
         The whole decision is bounded by ``intercept_timeout``; a guard that
         has not answered by then, or that fails, counts as allow (reference,
-        "event_intercept_response").
+        "event_intercept_response"). The guards are asked without a task
+        each: their replies are tallied by the tasks that read them.
         """
         payload = {"event": _TOOL_CALL, **payload}  # `event` is optional for agents
         guards = [e for e in self.extensions.values() if "tool_call" in e.intercepts and e.running]
         verdict = ap.InterceptData(block=False)
+        if not guards:
+            await trio.lowlevel.checkpoint()
+            return verdict
+        left = len(guards)
+        decided = trio.Event()
 
-        async def ask(ext: Extension, cancel: trio.CancelScope) -> None:
-            nonlocal verdict
-            try:
-                reply = await ext.request(
-                    lambda rid: ep.encode_event(payload, id=rid), ep.EventInterceptResponse
-                )
-            except RequestError as exc:
-                log.info("intercept: %s counts as allow: %s", ext.name, exc.message)
-                return
-            if reply.block and not verdict.block:
-                reason = reply.reason or f"blocked by extension {ext.name!r}"
+        def answer(ext: Extension, outcome: ep.EventInterceptResponse | RequestError) -> None:
+            nonlocal left, verdict
+            left -= 1
+            if isinstance(outcome, RequestError):
+                log.info("intercept: %s counts as allow: %s", ext.name, outcome.message)
+            elif outcome.block and not verdict.block:
+                reason = outcome.reason or f"blocked by extension {ext.name!r}"
                 verdict = ap.InterceptData(block=True, reason=reason, extension=ext.name)
-                cancel.cancel()
+                decided.set()
+            if left == 0:
+                decided.set()
 
-        with trio.move_on_after(self._config.intercept_timeout) as scope:
-            async with trio.open_nursery() as nursery:
-                for ext in guards:
-                    nursery.start_soon(ask, ext, nursery.cancel_scope)
+        make = ep.event_intercept_maker(payload)
+        asked: list[tuple[Extension, str]] = []
+        for ext in guards:
+            try:
+                rid = ext.ask(make, ep.EventInterceptResponse, functools.partial(answer, ext))
+            except RequestError as exc:
+                answer(ext, exc)
+            else:
+                asked.append((ext, rid))
+        try:
+            with trio.move_on_after(self._config.intercept_timeout) as scope:
+                await decided.wait()
+        finally:
+            for ext, rid in asked:
+                ext.withdraw(rid)
         if scope.cancelled_caught and not verdict.block:
             log.info("intercept: guards silent for %g s; allowing", self._config.intercept_timeout)
         return verdict

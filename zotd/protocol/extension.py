@@ -14,6 +14,7 @@ what an extension (or a test's fake extension) decodes them into.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -242,11 +243,23 @@ def encode_event(payload: dict[str, msgspec.Raw], *, id: str | None = None) -> b
             values are passed through verbatim.
         id: the correlation id; makes the frame an ``event_intercept``.
     """
-    head: dict[str, Any] = (
-        {"type": "event"} if id is None else {"type": "event_intercept", "id": id}
-    )
-    head.update(payload)
-    return _encoder.encode(head) + b"\n"
+    if id is not None:
+        return event_intercept_maker(payload)(id)
+    return _encoder.encode({"type": "event", **payload}) + b"\n"
+
+
+def event_intercept_maker(payload: dict[str, msgspec.Raw]) -> Callable[[str], bytes]:
+    """Encodes an ``event_intercept`` payload once; returns ``id -> frame line``.
+
+    For asking many guards the same question: only the id differs.
+    """
+    body = _encoder.encode(payload)  # b'{...}'
+    rest = (b"," + body[1:]) if len(body) > 2 else body[1:]
+
+    def make(id: str) -> bytes:
+        return b'{"type":"event_intercept","id":' + _encoder.encode(id) + rest + b"\n"
+
+    return make
 
 
 def decode_extension_frame(line: bytes) -> ExtensionFrame | UnknownFrame:
