@@ -40,6 +40,7 @@ from systems import (
     Daemon,
     Sandbox,
     alive,
+    bare_fanout,
     bare_spawn,
     client_of,
     ext_argv,
@@ -237,6 +238,8 @@ def round_intercept(settings: Settings, into: Figures) -> None:
 
                 anyio.run(run, backend=BACKEND)
                 daemon.stop()
+        lat = bare_fanout(guards, settings.decisions)
+        into[f"fanout{guards}.p50"] = percentile(lat, 0.5)
 
 
 def many_argvs() -> list[tuple[str, str]]:
@@ -343,6 +346,13 @@ ROWS = [
         "intercept10.p50",
         ("1 guard", "intercept1.p50", "over"),
         ("<=", 1.5),
+    ),
+    Row("fan-out floor p50, 1 guard", "us", "fanout1.p50"),
+    Row(
+        "fan-out floor p50, 10 guards",
+        "us",
+        "fanout10.p50",
+        ("1 guard", "fanout1.p50", "over"),
     ),
     Row("RSS, 50 extensions, idle", "MiB", "rss.idle", None, ("<", 60.0)),
     Row("RSS, 50 extensions, load", "MiB", "rss.load", None, ("<", 60.0)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -163,6 +164,45 @@ def start_relay(sandbox: Sandbox) -> subprocess.Popen[bytes]:
         process.kill()
         raise RuntimeError("the relay did not start")
     return process
+
+
+def bare_fanout(guards: int, rounds: int) -> list[float]:
+    """The intercept floor: seconds per question asked of ``guards`` guard
+    processes at once and all their answers read, by a bare epoll loop."""
+    processes = [
+        subprocess.Popen(
+            ext_argv(f"g{i}", "guard"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        for i in range(guards)
+    ]
+    try:
+        pipes = [(p.stdin.fileno(), p.stdout.fileno()) for p in processes if p.stdin and p.stdout]
+        poll = select.epoll()
+        for _, out in pipes:
+            seen = b""
+            while b'"ready"' not in seen:
+                seen += os.read(out, 1 << 16)
+            poll.register(out, select.EPOLLIN)
+        times = []
+        for n in range(rounds):
+            question = (
+                b'{"type":"event_intercept","id":"%d","event":"tool_call",'
+                b'"tool_name":"bash","tool_args":{"command":"ls"}}\n' % n
+            )
+            begin = time.perf_counter()
+            for stdin, _ in pipes:
+                os.write(stdin, question)
+            left = guards
+            while left:
+                for fd, _ in poll.poll():
+                    left -= os.read(fd, 1 << 16).count(b"\n")
+            times.append(time.perf_counter() - begin)
+        poll.close()
+        return times
+    finally:
+        for p in processes:
+            p.kill()
+            p.wait()
 
 
 def bare_spawn(argvs: list[list[str]]) -> float:

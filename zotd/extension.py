@@ -22,6 +22,7 @@ process ends, every request still pending fails at once with
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import time
@@ -138,7 +139,7 @@ class _Pending:
     on the path of every call.
     """
 
-    __slots__ = ("callback", "expect", "outcome", "task")
+    __slots__ = ("callback", "deadline", "expect", "outcome", "task")
 
     def __init__(
         self, expect: type[Reply], callback: Callable[[Reply | RequestError], None] | None = None
@@ -148,6 +149,8 @@ class _Pending:
         self.task: trio.lowlevel.Task | None = None
         #: Called with the outcome instead of waking a task (see ``Extension.ask``).
         self.callback = callback
+        #: When the expiry task fails it with ``timeout`` (``Extension.ask``).
+        self.deadline = math.inf
 
     def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
         """Delivers the reply (or the error); later calls do nothing."""
@@ -233,6 +236,10 @@ class Extension:
         self._next_id = 0
         self._pending: dict[str, _Pending] = {}
         self._noise = _Noise()
+        #: The expiry task's cancel scope, whose deadline is the earliest
+        #: deadline of a pending ``ask`` (see :meth:`_expire`).
+        self._expiry: trio.CancelScope | None = None
+        self._next_expiry = math.inf
         #: Frames for its stdin; made when the process starts.
         self._outbox: Outbox | None = None
 
@@ -294,6 +301,7 @@ class Extension:
                 nursery.start_soon(self._read, process, reader_done)
                 nursery.start_soon(self._handshake)
                 nursery.start_soon(self._watch_log)
+                nursery.start_soon(self._expire)
                 self.exit_code = await process.wait()
                 self._process_exited.set()
                 with trio.move_on_after(DRAIN_TIMEOUT):
@@ -424,16 +432,23 @@ class Extension:
         make: Callable[[str], bytes],
         expect: type[R],
         callback: Callable[[R | RequestError], None],
+        *,
+        timeout: float | None = None,
     ) -> str:
         """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
         reply (or the error) from the task that reads it.
 
-        For asking many extensions at once without a task each. Returns the
-        request's id: pass it to :meth:`withdraw` when the answer is no
-        longer wanted (a deadline passed).
+        This is the hot path of tool calls and of intercepts: no task per
+        request, no cancel scope per request. ``timeout`` is enforced by the
+        extension's expiry task, which fails the request with a ``timeout``
+        :class:`RequestError` at its deadline. The frame is queued even past
+        ``extension_queue`` (requests are bounded by the daemon's ``busy``
+        limits), so that a request waits for a slow reader inside its
+        deadline, as an awaited :meth:`request` does.
 
-        Raises:
-            RequestError: the extension is not running or its stdin queue is full.
+        Returns the request's id: pass it to :meth:`withdraw` when the answer
+        is no longer wanted. Raises :class:`RequestError` if the extension is
+        not running.
         """
         outbox = self._outbox
         if not self.running or outbox is None:
@@ -441,13 +456,36 @@ class Extension:
         self._next_id += 1
         rid = str(self._next_id)
         try:
-            queued = outbox.put_nowait(make(rid), alone=not self._pending)
+            outbox.put_nowait(make(rid), alone=not self._pending, force=True)
         except trio.BrokenResourceError:
-            queued = False
-        if not queued:
-            raise extension_failed(f"extension {self.name!r} is not reading its stdin")
-        self._pending[rid] = _Pending(expect, callback)  # type: ignore[arg-type]
+            raise extension_failed(f"extension {self.name!r} stopped reading its stdin") from None
+        slot = _Pending(expect, callback)  # type: ignore[arg-type]
+        if timeout is not None:
+            slot.deadline = deadline = trio.current_time() + timeout
+            if deadline < self._next_expiry:
+                self._next_expiry = deadline
+                if self._expiry is not None:
+                    self._expiry.deadline = deadline
+        self._pending[rid] = slot
         return rid
+
+    async def _expire(self) -> None:
+        # One cancel scope for the deadlines of every pending `ask`: it sleeps
+        # until the earliest, fails what is due, and looks for the next. (A
+        # cancel scope per call would cost a fifth of a call's time.)
+        while True:
+            with trio.CancelScope(deadline=self._next_expiry) as self._expiry:
+                await trio.sleep_forever()
+            self._expiry = None
+            now = trio.current_time()
+            soonest = math.inf
+            for rid, slot in list(self._pending.items()):
+                if slot.deadline <= now:
+                    del self._pending[rid]
+                    slot.resolve(None, RequestError(ErrorCode.TIMEOUT, "no reply in time"))
+                else:
+                    soonest = min(soonest, slot.deadline)
+            self._next_expiry = soonest
 
     def withdraw(self, rid: str) -> None:
         """Forgets a request made with :meth:`ask`; a late reply is logged and dropped."""
@@ -483,7 +521,7 @@ class Extension:
                                 f"dropped a {line.size}-byte line: longer than the "
                                 f"{self._config.max_frame_bytes}-byte frame limit"
                             )
-                    elif line.strip():
+                    elif line and not line.isspace():
                         self._on_line(line)
                 if self._noise.unpaused >= NOISE_PAUSE_EVERY:
                     self._noise.unpaused = 0
@@ -591,20 +629,21 @@ class Extension:
 
     def _on_reply(self, frame: Reply) -> None:
         slot = self._pending.get(str(frame.id))
+        if slot is not None and isinstance(frame, slot.expect):
+            slot.resolve(frame)
+            return
         tag = type(frame).__struct_config__.tag
         if slot is None:
             if self._noisy():
                 self.note(
                     f"dropped `{tag}` for id {frame.id!r}: no such call pending (late reply?)"
                 )
-        elif not isinstance(frame, slot.expect):
+        else:
             want = slot.expect.__struct_config__.tag
             slot.resolve(
                 None,
                 extension_failed(f"extension {self.name!r} answered with `{tag}`, not `{want}`"),
             )
-        else:
-            slot.resolve(frame)
 
     def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
         if self._noisy():

@@ -10,9 +10,11 @@ an extension or another client.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,10 @@ OUTBOX_SIZE = 1024
 _NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe)
 
 Code = ap.ErrorCode
+
+
+def _nothing() -> None:
+    pass
 
 
 def _wire_id(value: Any) -> ap.Id | None:
@@ -68,6 +74,10 @@ class ClientSession:
         self._read_scope = trio.CancelScope()
         #: Requests of this connection being run now.
         self.in_flight = 0
+        #: Tool calls in flight (they have no task): how to withdraw each.
+        self._calls: dict[int, Callable[[], None]] = {}
+        self._call_serial = 0
+        self._calls_idle: trio.Event | None = None
 
     async def run(self) -> None:
         """Serves the connection; never raises ``Exception``.
@@ -86,10 +96,17 @@ class ClientSession:
                         ):
                             for line in lines:
                                 await self._on_line(line, requests)
+                while self._calls:
+                    self._calls_idle = trio.Event()
+                    await self._calls_idle.wait()
                 self._outbox.close()
         except Exception:
             log.exception("client %d: internal error", self.number)
         finally:
+            for withdraw in self._calls.values():  # the client is gone: nobody to tell
+                withdraw()
+                self._request_done()
+            self._calls.clear()
             if self.workspace is not None:
                 self.workspace.release(self)
             if self.dropped:
@@ -141,7 +158,7 @@ class ClientSession:
                 )
             )
             return
-        if not line.strip():
+        if not line or line.isspace():
             return
         try:
             req = ap.decode_request(line)
@@ -173,7 +190,10 @@ class ClientSession:
             return
         self.in_flight += 1
         self.daemon.in_flight += 1
-        requests.start_soon(self._run_request, req, command, line)
+        if type(req) is ap.CallTool:
+            self._start_call(req)
+        else:
+            requests.start_soon(self._run_request, req, command, line)
 
     def _refusal(self, req: ap.Request) -> tuple[str, str] | None:
         if isinstance(req, ap.Ping):
@@ -193,8 +213,51 @@ class ClientSession:
         try:
             await self._send(await self._answer(req, command, line))
         finally:
-            self.in_flight -= 1
-            self.daemon.in_flight -= 1
+            self._request_done()
+
+    def _request_done(self) -> None:
+        self.in_flight -= 1
+        self.daemon.in_flight -= 1
+        if not self._calls and self._calls_idle is not None:
+            self._calls_idle.set()
+
+    # --- tool calls: the hot path, without a task each ------------------------------
+
+    def _start_call(self, req: ap.CallTool) -> None:
+        # The reply is written by the task that reads the extension's answer
+        # (or by its expiry task, at the call's deadline); see Workspace.start_call.
+        assert self.workspace is not None
+        self._call_serial += 1
+        key = self._call_serial
+        self._calls[key] = _nothing
+        try:
+            done = functools.partial(self._call_done, key, req.id)
+            self._calls[key] = self.workspace.start_call(req.name, req.args, req.timeout_s, done)
+        except RequestError as exc:
+            del self._calls[key]
+            self._reply(ap.fail(req.id, "call_tool", exc.code, exc.message))
+            self._request_done()
+
+    def _call_done(self, key: int, rid: ap.Id, outcome: ap.CallData | RequestError) -> None:
+        if self._calls.pop(key, None) is None:
+            return  # withdrawn
+        try:
+            if isinstance(outcome, RequestError):
+                self._reply(ap.fail(rid, "call_tool", outcome.code, outcome.message))
+            else:
+                self._reply(ap.ok(rid, "call_tool", outcome))
+        except Exception as exc:  # runs in an extension's reader: never let it fail
+            log.exception("client %d: call_tool failed", self.number)
+            self._reply(ap.fail(rid, "call_tool", Code.INTERNAL, f"internal error in zotd: {exc!r}"))
+        finally:
+            self._request_done()
+
+    def _reply(self, frame: bytes) -> None:
+        # Never dropped: replies are bounded by the requests-in-flight limits.
+        try:
+            self._outbox.put_nowait(frame, alone=self.in_flight <= 1, force=True)
+        except trio.BrokenResourceError:
+            pass  # the client is gone
 
     def _busy(self) -> str | None:
         # Past a limit, a request is answered `busy` at once. A client that
@@ -223,9 +286,6 @@ class ClientSession:
 
     async def _dispatch(self, req: ap.Request, line: bytes) -> msgspec.Struct:
         ws = self.workspace
-        if type(req) is ap.CallTool:  # the hot path first: no pattern matching
-            assert ws is not None
-            return await ws.call_tool(req.name, req.args, req.timeout_s)
         match req:
             case ap.Hello():
                 return await self._hello(req)
@@ -252,8 +312,6 @@ class ClientSession:
                 return ws.list_tools()
             case ap.InvokeCommand(name=name, args=args):
                 return await ws.invoke_command(name, args)
-            case ap.CallTool(name=name, args=args, timeout_s=timeout_s):
-                return await ws.call_tool(name, args, timeout_s)
             case ap.EmitEvent(event=event):
                 return ws.emit_event(event, ap.event_payload(line))
             case ap.ExtInstall(source=source, scope=scope):

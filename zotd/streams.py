@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import os
 from collections import deque
+from collections.abc import Callable
 
 import trio
 
@@ -36,12 +37,19 @@ READ_SIZE = 64 * 1024
 _GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EBADF, errno.ENOTCONN, errno.ESHUTDOWN})
 
 
-def fd_of(stream: trio.abc.Stream | trio.abc.SendStream | trio.abc.ReceiveStream) -> int | None:
-    """The file descriptor under a Trio pipe or socket stream, else ``None``."""
+def fileno_of(
+    stream: trio.abc.Stream | trio.abc.SendStream | trio.abc.ReceiveStream,
+) -> Callable[[], int] | None:
+    """How to get the file descriptor under a Trio pipe or socket stream
+    (``-1`` once the stream is closed), or ``None`` for other streams.
+
+    Asked before every read and write, never cached: once a stream is closed
+    its number may be given to another file.
+    """
     if isinstance(stream, trio.lowlevel.FdStream):
-        return stream.fileno()
+        return stream.fileno
     if isinstance(stream, trio.SocketStream):
-        return stream.socket.fileno()
+        return stream.socket.fileno
     return None
 
 
@@ -54,11 +62,11 @@ class LineReader:
     cancelled half-way leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_done", "_fd", "_splitter", "_stream", "_waited")
+    __slots__ = ("_done", "_fileno", "_splitter", "_stream", "_waited")
 
     def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
         self._stream = stream
-        self._fd = fd_of(stream)
+        self._fileno = fileno_of(stream)
         self._splitter = LineSplitter(max_line)
         self._done = False
         self._waited = True
@@ -79,8 +87,7 @@ class LineReader:
         raise StopAsyncIteration
 
     async def _receive(self) -> bytes | bytearray:
-        fd = self._fd
-        if fd is None:
+        if self._fileno is None:
             try:
                 return await self._stream.receive_some(READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -89,6 +96,9 @@ class LineReader:
             await trio.lowlevel.checkpoint()  # the last read did not wait: be fair
         self._waited = False
         while True:
+            fd = self._fileno()
+            if fd < 0:
+                return b""  # closed (by another task)
             try:
                 return os.read(fd, READ_SIZE)
             except BlockingIOError:
@@ -120,7 +130,7 @@ class Outbox:
     __slots__ = (
         "_broken",
         "_closing",
-        "_fd",
+        "_fileno",
         "_flushing",
         "_kick",
         "_limit",
@@ -132,7 +142,7 @@ class Outbox:
 
     def __init__(self, stream: trio.abc.SendStream, limit: int) -> None:
         self._stream = stream
-        self._fd = fd_of(stream)
+        self._fileno = fileno_of(stream)
         self._limit = limit
         self._queue: deque[bytes] = deque()
         self._closing = False
@@ -148,23 +158,26 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def put_nowait(self, frame: bytes, *, alone: bool = True) -> bool:
+    def put_nowait(self, frame: bytes, *, alone: bool = True, force: bool = False) -> bool:
         """Queues (or writes) a frame; ``False`` if ``limit`` frames already wait.
 
         ``alone=False`` says more frames are likely to follow soon (the
         stream is busy): the frame is queued, never written inline, so that
-        the writer sends it with the others.
+        the writer sends it with the others. ``force=True`` queues it even
+        past ``limit``, for a frame that must not be lost and is bounded
+        elsewhere (a reply: requests in flight are limited).
         """
         if self._writer_done or self._closing or self._broken is not None:
             raise trio.BrokenResourceError(self._broken or "the outbox is closed")
-        if self._queue or self._flushing or not alone or self._fd is None:
-            if len(self._queue) >= self._limit:
+        if self._queue or self._flushing or not alone or self._fileno is None:
+            if len(self._queue) >= self._limit and not force:
                 return False
             self._queue.append(frame)
-            self._kick.unpark()
+            if self._kick:  # the writer is parked: wake it
+                self._kick.unpark()
             return True
         try:
-            written = os.write(self._fd, frame)
+            written = os.write(self._fileno(), frame)
         except BlockingIOError:
             written = 0
         except OSError as exc:
@@ -174,7 +187,8 @@ class Outbox:
         if written < len(frame):
             self._queue.append(frame[written:])
         self._flushing = True
-        self._kick.unpark()
+        if self._kick:
+            self._kick.unpark()
         return True
 
     async def put(self, frame: bytes, *, alone: bool = True) -> None:
@@ -203,8 +217,10 @@ class Outbox:
                 if self._broken is not None:
                     raise trio.BrokenResourceError(self._broken)
                 if self._queue:
+                    self._flushing = True  # no inline write until all of this is out
                     await self._flush()
-                    self._room.unpark_all()
+                    if self._room:
+                        self._room.unpark_all()
                     continue
                 self._flushing = False
                 if self._closing:
@@ -220,18 +236,18 @@ class Outbox:
     async def _flush(self) -> None:
         data = b"".join(self._queue) if len(self._queue) > 1 else self._queue[0]
         self._queue.clear()
-        fd = self._fd
-        if fd is None:
+        if self._fileno is None:
             await self._stream.send_all(data)
             return
         view = memoryview(data)
         while view:
+            fd = self._fileno()
             try:
                 view = view[os.write(fd, view) :]
                 continue
             except BlockingIOError:
                 pass
-            except OSError as exc:
+            except OSError as exc:  # EBADF for a closed stream (fd -1) included
                 self._broken = f"cannot write: {exc.strerror or exc}"
                 raise trio.BrokenResourceError(self._broken) from None
             try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -398,8 +398,22 @@ class Workspace:
             error=error,
         )
 
-    async def call_tool(self, name: str, args: msgspec.Raw, timeout_s: float | None) -> ap.CallData:
-        """Calls a tool; bounded by ``timeout_s`` or ``tool_timeout``."""
+    def start_call(
+        self,
+        name: str,
+        args: msgspec.Raw,
+        timeout_s: float | None,
+        done: Callable[[ap.CallData | RequestError], None],
+    ) -> Callable[[], None]:
+        """Starts a tool call, bounded by ``timeout_s`` or ``tool_timeout``.
+
+        ``done`` gets the result, or the error, exactly once (from the task
+        that reads the extension's reply, or from its expiry task), unless
+        the call is withdrawn first with the function this returns.
+
+        Raises:
+            RequestError: no such tool, bad arguments, the extension is not running.
+        """
         tool = self.registry.tools.get(name)
         if tool is None:
             if name in self.registry.builtin_tools:
@@ -413,17 +427,41 @@ class Workspace:
             raise RequestError(ap.ErrorCode.BAD_REQUEST, "`timeout_s` must be positive")
         ext = self.extensions[tool.extension]
         timeout = timeout_s if timeout_s is not None else self._config.tool_timeout
-        # A bare CancelScope, not move_on_after: this is the hot path.
-        with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-            reply = await ext.request(
-                lambda rid: ep.encode(ep.ToolCall(id=rid, name=name, args=args)), ep.ToolResult
-            )
-        if scope.cancelled_caught:
-            raise RequestError(
-                ap.ErrorCode.TIMEOUT,
-                f"tool {name!r} ({ext.name}) did not answer within {timeout:g} s",
-            )
-        return ap.CallData(extension=ext.name, content=reply.content, is_error=reply.is_error)
+
+        def on_reply(outcome: ep.ToolResult | RequestError) -> None:
+            if not isinstance(outcome, RequestError):
+                done(ap.CallData(ext.name, outcome.content, outcome.is_error))
+            elif outcome.code == ap.ErrorCode.TIMEOUT:
+                msg = f"tool {name!r} ({ext.name}) did not answer within {timeout:g} s"
+                done(RequestError(ap.ErrorCode.TIMEOUT, msg))
+            else:
+                done(outcome)
+
+        rid = ext.ask(
+            lambda rid: ep.encode(ep.ToolCall(id=rid, name=name, args=args)),
+            ep.ToolResult,
+            on_reply,
+            timeout=timeout,
+        )
+        return functools.partial(ext.withdraw, rid)
+
+    async def call_tool(self, name: str, args: msgspec.Raw, timeout_s: float | None) -> ap.CallData:
+        """:meth:`start_call`, awaited: returns the result or raises its error."""
+        result: list[ap.CallData | RequestError] = []
+        finished = trio.Event()
+
+        def done(outcome: ap.CallData | RequestError) -> None:
+            result.append(outcome)
+            finished.set()
+
+        withdraw = self.start_call(name, args, timeout_s, done)
+        try:
+            await finished.wait()
+        finally:
+            withdraw()
+        if isinstance(result[0], RequestError):
+            raise result[0]
+        return result[0]
 
     def emit_event(self, event: str, payload: dict[str, msgspec.Raw]) -> ap.EmitData:
         """Queues the event for every running subscriber; never waits on one."""

@@ -141,4 +141,7 @@ def tags_of(*classes: type[msgspec.Struct]) -> frozenset[str]:
 
 def is_json_object(raw: msgspec.Raw) -> bool:
     """Whether raw JSON text is an object (cheap: looks at the first byte)."""
-    return bytes(raw).lstrip()[:1] == b"{"
+    first = bytes(memoryview(raw)[:1])
+    if first.isspace():
+        return bytes(raw).lstrip()[:1] == b"{"
+    return first == b"{"
