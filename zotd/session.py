@@ -248,7 +248,9 @@ class ClientSession:
                 self._reply(ap.ok(rid, "call_tool", outcome))
         except Exception as exc:  # runs in an extension's reader: never let it fail
             log.exception("client %d: call_tool failed", self.number)
-            self._reply(ap.fail(rid, "call_tool", Code.INTERNAL, f"internal error in zotd: {exc!r}"))
+            self._reply(
+                ap.fail(rid, "call_tool", Code.INTERNAL, f"internal error in zotd: {exc!r}")
+            )
         finally:
             self._request_done()
 
