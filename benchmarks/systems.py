@@ -28,6 +28,9 @@ ECHO = HERE / "echo_ext.py"
 RELAY = HERE / "relay.py"
 BARE_SPAWN = HERE / "bare_spawn.py"
 
+#: How the daemon is started (after the interpreter).
+DAEMON_ARGV = ["-m", "zotd"]
+
 #: How long a system may take to come up before the benchmark gives up.
 START_TIMEOUT = 60.0
 
@@ -141,7 +144,7 @@ def start_daemon(sandbox: Sandbox) -> Daemon:
     log = open(sandbox.root / "zotd.out", "ab")  # noqa: SIM115 (closed with the process)
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "zotd", "--log-level", "warning"],
+        [sys.executable, *DAEMON_ARGV, "--log-level", "warning"],
         env=sandbox.env(),
         cwd=sandbox.project,
         stdin=subprocess.DEVNULL,

@@ -105,7 +105,7 @@ class Client:
         self._ids = itertools.count(1)
         self._pending: dict[int, _Slot] = {}
         self._queue: list[bytes] = []
-        self._flushing = False
+        self._writing = False
         self._kick = anyio.Event()
         self._push_send, self._push_recv = anyio.create_memory_object_stream[ap.Push](PUSH_BUFFER)
         self._max = max_frame_bytes
@@ -182,28 +182,28 @@ class Client:
             self.dropped += 1
 
     def _send(self, line: bytes) -> None:
-        # Written now if the connection is idle, else queued for the writer.
-        # A lone request goes out now; with others in flight, requests are
-        # gathered so that a burst costs one write (and one wakeup of zotd).
+        # A lone request on an idle connection is written now, by its own
+        # task; with others in flight, requests are gathered for the writer
+        # so that a burst costs one write (and one wakeup of zotd).
         sock = self._sock
-        if sock is None or self._queue or self._flushing or len(self._pending) > 1:
-            self._queue.append(line)
-        else:
+        if sock is not None and not self._queue and not self._writing and len(self._pending) <= 1:
             try:
                 sent = sock.send(line)
             except BlockingIOError:
                 sent = 0
             except OSError as exc:
                 raise ZotdError("connection_lost", f"cannot send to zotd: {exc}") from None
-            if sent < len(line):
-                self._queue.append(line[sent:])
-            self._flushing = True
+            if sent == len(line):
+                return
+            line = line[sent:]
+        self._queue.append(line)
         self._kick.set()
 
     async def _write_loop(self) -> None:
         while True:
             await self._kick.wait()
             self._kick = anyio.Event()
+            self._writing = True  # until all of it is out, nothing is written inline
             while self._queue:
                 data = b"".join(self._queue)
                 self._queue.clear()
@@ -212,7 +212,7 @@ class Client:
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                     self._lose(f"cannot send to zotd: {exc}")
                     return
-            self._flushing = False
+            self._writing = False
 
     async def _write(self, data: bytes) -> None:
         sock = self._sock

@@ -148,9 +148,8 @@ class Outbox:
         self._closing = False
         self._writer_done = False
         self._broken: str | None = None
-        #: A frame was written inline and the writer has not run since: the
-        #: frames that follow in the same scheduler batch are queued, and go
-        #: out together.
+        #: The writer is sending what it took from the queue: nothing may be
+        #: written inline until it is done.
         self._flushing = False
         self._kick = trio.lowlevel.ParkingLot()
         self._room = trio.lowlevel.ParkingLot()
@@ -184,10 +183,8 @@ class Outbox:
             self._broken = f"cannot write: {exc.strerror or exc}"
             self._kick.unpark()  # the writer reports it
             raise trio.BrokenResourceError(self._broken) from None
-        if written < len(frame):
+        if written < len(frame):  # the rest waits for the writer
             self._queue.append(frame[written:])
-        self._flushing = True
-        if self._kick:
             self._kick.unpark()
         return True
 

@@ -6,8 +6,9 @@ gets exactly one :class:`Response` with the same ``id``. Push frames
 only connections that sent ``subscribe``. See ``docs/agent-protocol.md``.
 
 The ``data`` of a successful response is one of the ``*Data`` Structs below;
-a client turns the decoded ``data`` into the right one with
-:func:`msgspec.convert`.
+a client decodes the raw ``data`` of a :class:`RawResponse` straight into the
+right one. The frames of the hot path are ``gc=False``: plain data that never
+forms a reference cycle, so the garbage collector need not track them.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class ErrorCode:
 # --- requests -----------------------------------------------------------------
 
 
-class _Request(msgspec.Struct, tag_field="type", kw_only=True):
+class _Request(msgspec.Struct, tag_field="type", kw_only=True, gc=False):
     id: Id
 
 
@@ -187,14 +188,14 @@ Request = (
 # --- replies and push frames --------------------------------------------------
 
 
-class ErrorBody(msgspec.Struct):
+class ErrorBody(msgspec.Struct, gc=False):
     """``error`` of a failed response."""
 
     code: str
     message: str
 
 
-class Response(msgspec.Struct, tag_field="type", tag="response", omit_defaults=True):
+class Response(msgspec.Struct, tag_field="type", tag="response", omit_defaults=True, gc=False):
     """The one reply to a request. ``data`` on success, ``error`` on failure."""
 
     id: Id | None
@@ -204,7 +205,7 @@ class Response(msgspec.Struct, tag_field="type", tag="response", omit_defaults=T
     error: ErrorBody | None = None
 
 
-class RawResponse(msgspec.Struct, tag_field="type", tag="response"):
+class RawResponse(msgspec.Struct, tag_field="type", tag="response", gc=False):
     """A :class:`Response` as a client reads it: ``data`` is kept as raw JSON,
     to be decoded once, straight into the type the request expects."""
 
@@ -215,7 +216,7 @@ class RawResponse(msgspec.Struct, tag_field="type", tag="response"):
     error: ErrorBody | None = None
 
 
-class NotifyPush(msgspec.Struct, tag_field="type", tag="notify"):
+class NotifyPush(msgspec.Struct, tag_field="type", tag="notify", gc=False):
     """An extension's ``notify``, pushed to subscribed connections."""
 
     extension: str
@@ -255,7 +256,7 @@ Push = NotifyPush | ExtensionStatePush
 # --- reply data ---------------------------------------------------------------
 
 
-class HelloData(msgspec.Struct):
+class HelloData(msgspec.Struct, gc=False):
     """``data`` of ``hello``."""
 
     protocol_version: int
@@ -264,7 +265,7 @@ class HelloData(msgspec.Struct):
     pid: int
 
 
-class PingData(msgspec.Struct):
+class PingData(msgspec.Struct, gc=False):
     """``data`` of ``ping``."""
 
     pong: bool = True
@@ -313,7 +314,7 @@ class ToolsData(msgspec.Struct):
     tools: list[ToolInfo]
 
 
-class InvokeData(msgspec.Struct):
+class InvokeData(msgspec.Struct, gc=False):
     """``data`` of ``invoke_command``: the extension's ``command_response``."""
 
     extension: str
@@ -324,7 +325,7 @@ class InvokeData(msgspec.Struct):
     error: str = ""
 
 
-class CallData(msgspec.Struct):
+class CallData(msgspec.Struct, gc=False):
     """``data`` of ``call_tool``: the extension's ``tool_result``."""
 
     extension: str
@@ -332,13 +333,13 @@ class CallData(msgspec.Struct):
     is_error: bool = False
 
 
-class EmitData(msgspec.Struct):
+class EmitData(msgspec.Struct, gc=False):
     """``data`` of ``emit_event``: the extensions the event was queued for."""
 
     delivered: list[str]
 
 
-class InterceptData(msgspec.Struct):
+class InterceptData(msgspec.Struct, gc=False):
     """``data`` of ``intercept``. ``extension`` names the guard that blocked."""
 
     block: bool
@@ -393,7 +394,7 @@ class StatusData(msgspec.Struct):
     workspaces: list[WorkspaceStatus]
 
 
-class Empty(msgspec.Struct):
+class Empty(msgspec.Struct, gc=False):
     """``data`` of requests with nothing to say (``subscribe``, ``shutdown``)."""
 
 

@@ -3,7 +3,9 @@
 One msgspec Struct per frame, named after its ``type`` tag, in one tagged
 union per direction (see the reference, "Wire format"). Payloads the daemon
 only passes along (a tool's JSON Schema, a tool call's arguments) are kept as
-:class:`msgspec.Raw` so they are never decoded and re-encoded.
+:class:`msgspec.Raw` so they are never decoded and re-encoded. Frames are
+``gc=False``: plain data that never forms a reference cycle, so the garbage
+collector need not track the dozens made per call.
 
 Events are the one open-ended frame: agents may send payload fields the
 reference does not list, and extensions should see them, so the host encodes
@@ -38,20 +40,20 @@ Id = str | int
 _EMPTY_OBJECT = msgspec.Raw(b"{}")
 
 
-class _Frame(msgspec.Struct, tag_field="type", kw_only=True):
+class _Frame(msgspec.Struct, tag_field="type", kw_only=True, gc=False):
     pass
 
 
 # --- content blocks (tool results) --------------------------------------------
 
 
-class TextBlock(msgspec.Struct, tag_field="type", tag="text"):
+class TextBlock(msgspec.Struct, tag_field="type", tag="text", gc=False):
     """``{"type":"text","text":"..."}``"""
 
     text: str
 
 
-class ImageBlock(msgspec.Struct, tag_field="type", tag="image"):
+class ImageBlock(msgspec.Struct, tag_field="type", tag="image", gc=False):
     """``{"type":"image","mime_type":"image/png","data":"<base64>"}``"""
 
     mime_type: str
