@@ -536,6 +536,25 @@ async def test_replies_after_half_close(
         assert await c.at_eof()
 
 
+async def test_calls_of_a_client_that_is_gone_are_withdrawn(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "t", "--tools", "echo,slow")
+    daemon = await start_daemon()
+    async with raw(paths) as leaver:
+        await leaver.hello(project)
+        await leaver.send(
+            {"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 0.1}},
+            {"id": 3, "type": "call_tool", "name": "slow", "args": {"seconds": 30}},
+        )
+        await trio.sleep(0.05)
+    # The first reply cannot be written: the session ends, and the 30 s call
+    # is withdrawn at once instead of counting against `busy` until it ends.
+    with trio.fail_after(REPLY_TIMEOUT):
+        while daemon.sessions or daemon.in_flight:
+            await trio.sleep(0.02)
+
+
 async def test_client_disconnecting_mid_call_does_not_disturb_others(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
