@@ -7,6 +7,7 @@ writing JSON lines by hand, so they see exactly what any agent would see.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,13 +15,16 @@ from typing import Any
 
 import trio
 
-from tests.conftest import StartDaemon, add_extension
+from tests.conftest import FAST, StartDaemon, add_extension
 from zotd import AGENT_PROTOCOL_VERSION, __version__
+from zotd import session as session_module
 from zotd.config import Config
 from zotd.paths import Paths
 
 #: How long any single reply may take in these tests.
 REPLY_TIMEOUT = 5.0
+
+FAST_ECHO = Path(__file__).parent / "extensions" / "fast_echo.py"
 
 
 class Conn:
@@ -519,6 +523,23 @@ async def test_pipelined_requests_each_get_one_reply_fast_ones_first(
         assert await c.recv() == ok(21, "ping", {"pong": True})
 
 
+async def test_answered_calls_leave_nothing_behind(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "t", "--tools", "echo", "--intercept", "tool_call")
+    daemon = await start_daemon()
+    async with raw(paths) as c:
+        await c.hello(project)
+        for i in range(20):
+            await c.send({"id": i, "type": "call_tool", "name": "echo", "args": {"i": i}})
+            await c.send({"id": f"g{i}", "type": "intercept", "tool_name": "bash"})
+        replies = [await c.recv() for _ in range(40)]
+        assert all(r["success"] for r in replies)
+        (ws,) = daemon.workspaces.values()
+        assert [ext.pending for ext in ws.extensions.values()] == [0]
+        assert daemon.in_flight == 0
+
+
 async def test_replies_after_half_close(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
@@ -631,6 +652,39 @@ async def test_client_that_does_not_read_does_not_disturb_others(
             while len(daemon.sessions) > 1:
                 await trio.sleep(0.02)
         assert await other.request({"id": 99, "type": "ping"}) == ok(99, "ping", {"pong": True})
+
+
+async def test_client_that_does_not_read_its_call_replies_is_held_back(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    # An extension fast enough that calls never pile up into `busy` replies:
+    # only the outbox's bound can hold the client back.
+    add_extension(paths.extensions_dir, "t", script=FAST_ECHO)
+    (paths.extensions_dir / "t" / "extension.json").write_text(
+        json.dumps({"name": "t", "exec": sys.executable, "args": [str(FAST_ECHO), "t"]})
+    )
+    daemon = await start_daemon()
+    async with raw(paths) as hog:
+        await hog.hello(project)
+        call = b'{"id": %d, "type": "call_tool", "name": "echo", "args": {}}\n'
+        async with trio.open_nursery() as nursery:
+
+            async def hog_writes(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+                # Small batches, so that calls never pile up into `busy`.
+                with trio.CancelScope() as scope:
+                    task_status.started(scope)
+                    for batch in range(600):
+                        await hog.send(b"".join(call % (batch * 100 + i) for i in range(100)))
+                        await trio.sleep(0.001)
+                    raise AssertionError("the daemon read every call of a hog")
+
+            writing = await nursery.start(hog_writes)
+            await trio.sleep(1.5)
+            # What it is owed stays bounded: the outbox's limit, plus the calls
+            # that may be in flight.
+            (session,) = daemon.sessions
+            assert len(session._outbox) <= session_module.OUTBOX_SIZE + FAST.max_client_requests
+            writing.cancel()
 
 
 # --- attach: false, shutdown -----------------------------------------------------------

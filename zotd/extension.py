@@ -395,6 +395,11 @@ class Extension:
         """Whether the process is up and takes frames."""
         return self.state in RUNNING
 
+    @property
+    def pending(self) -> int:
+        """Requests sent to it and not yet answered, failed or withdrawn."""
+        return len(self._pending)
+
     async def request(self, make: Callable[[str], bytes], expect: type[R]) -> R:
         """Sends the frame ``make(id)`` and waits for the reply with that id.
 
@@ -628,7 +633,8 @@ class Extension:
             self.send_nowait(ep.encode(self._host.hello_ack()))
 
     def _on_reply(self, frame: Reply) -> None:
-        slot = self._pending.get(str(frame.id))
+        # Answered: the slot goes (an awaited request's `finally` pops it too).
+        slot = self._pending.pop(str(frame.id), None)
         if slot is not None and isinstance(frame, slot.expect):
             slot.resolve(frame)
             return
@@ -649,7 +655,7 @@ class Extension:
         if self._noisy():
             preview = line[:200].decode("utf-8", "replace")
             self.note(f"skipped a malformed line ({exc.message}): {preview}")
-        slot = self._pending.get(str(exc.id)) if exc.id is not None else None
+        slot = self._pending.pop(str(exc.id), None) if exc.id is not None else None
         if slot is not None:
             slot.resolve(
                 None,

@@ -188,6 +188,10 @@ class ClientSession:
         if busy is not None:
             await self._send(ap.fail(req.id, command, Code.BUSY, busy))
             return
+        if type(req) is ap.CallTool and len(self._outbox) >= OUTBOX_SIZE:
+            # Its reply will be queued without waiting: wait here instead, so
+            # that a client that does not read its replies is not read either.
+            await self._outbox.room()
         self.in_flight += 1
         self.daemon.in_flight += 1
         if type(req) is ap.CallTool:

@@ -196,6 +196,11 @@ class Outbox:
         while not self.put_nowait(frame, alone=alone):
             await self._room.park()
 
+    async def room(self) -> None:
+        """Waits until fewer than ``limit`` frames are queued, or the writer has ended."""
+        while len(self._queue) >= self._limit and not self._writer_done:
+            await self._room.park()
+
     def close(self) -> None:
         """Writes what is queued, then closes the stream; later puts raise."""
         self._closing = True
