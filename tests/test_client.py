@@ -113,6 +113,33 @@ async def test_connection_lost_fails_pending_calls(
         assert err.value.code == "connection_lost"
 
 
+async def test_many_calls_at_once_and_a_cancelled_one(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(paths.extensions_dir, "e", "--tools", "echo,slow")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        results: dict[int, str] = {}
+
+        async def call(i: int) -> None:
+            result = await zot.call_tool("echo", {"i": i})
+            results[i] = result.content[0].text  # type: ignore[union-attr]
+
+        # Requests from many tasks share the connection; each gets its own reply.
+        async with trio.open_nursery() as nursery:
+            for i in range(100):
+                nursery.start_soon(call, i)
+        assert results == {i: f'{{"i": {i}}}' for i in range(100)}
+        # A call its caller gives up on: the client goes on, and the reply
+        # that comes later is dropped.
+        with trio.move_on_after(0.1) as scope:
+            await zot.call_tool("slow", {"seconds": 0.3})
+        assert scope.cancelled_caught
+        assert (await zot.call_tool("echo", {"after": 1})).content == [TextBlock('{"after": 1}')]
+        await trio.sleep(0.4)
+        assert (await zot.call_tool("echo", {"late": 1})).content == [TextBlock('{"late": 1}')]
+
+
 async def test_oversized_request_fails_locally(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:

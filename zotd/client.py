@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -30,6 +31,9 @@ from . import AGENT_PROTOCOL_VERSION
 from .paths import Paths, check_socket_path
 from .protocol import agent as ap
 from .protocol.lines import LineSplitter, Oversized
+
+if TYPE_CHECKING:
+    import trio
 
 T = TypeVar("T")
 
@@ -74,13 +78,69 @@ class NotRunning(ZotdError):
 
 
 class _Slot:
-    """Where the reply to one request lands."""
+    """Where the reply to one request lands; any event loop (anyio)."""
 
     __slots__ = ("event", "reply")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
         self.reply: ap.RawResponse | None = None
+
+    def wake(self) -> None:
+        self.event.set()
+
+    async def wait(self) -> None:
+        await self.event.wait()
+
+
+class _TrioSlot:
+    """A :class:`_Slot` for trio: the waiting task is parked and rescheduled
+    directly, without an Event (this is on the path of every call).
+
+    trio is imported only by programs that run on it: the imports below find
+    it loaded already.
+    """
+
+    __slots__ = ("done", "reply", "task")
+
+    def __init__(self) -> None:
+        self.reply: ap.RawResponse | None = None
+        self.task: trio.lowlevel.Task | None = None
+        self.done = False
+
+    def wake(self) -> None:
+        self.done = True
+        if self.task is not None:
+            from trio.lowlevel import reschedule
+
+            reschedule(self.task)
+            self.task = None
+
+    async def wait(self) -> None:
+        from trio import lowlevel
+
+        if self.done:
+            await lowlevel.checkpoint()
+            return
+        self.task = lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self.task = None
+            return lowlevel.Abort.SUCCEEDED
+
+        await lowlevel.wait_task_rescheduled(abort)
+
+
+def _on_trio() -> bool:
+    """Whether this runs in a trio task (without importing trio otherwise)."""
+    trio_module = sys.modules.get("trio")
+    if trio_module is None:
+        return False
+    try:
+        trio_module.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
 
 
 class Client:
@@ -103,7 +163,8 @@ class Client:
         # stream's own methods).
         self._sock: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Slot] = {}
+        self._pending: dict[int, _Slot | _TrioSlot] = {}
+        self._slot: type[_Slot | _TrioSlot] = _TrioSlot if _on_trio() else _Slot
         self._queue: list[bytes] = []
         self._writing = False
         self._kick = anyio.Event()
@@ -131,7 +192,7 @@ class Client:
         # that cannot come.
         self._lost = self._lost or why
         for slot in self._pending.values():
-            slot.event.set()
+            slot.wake()
 
     async def _receive(self, waited: bool) -> bytes:
         sock = self._sock
@@ -174,7 +235,7 @@ class Client:
             slot = self._pending.get(frame.id) if isinstance(frame.id, int) else None
             if slot is not None:
                 slot.reply = frame
-                slot.event.set()
+                slot.wake()
             return
         try:
             self._push_send.send_nowait(frame)
@@ -239,11 +300,11 @@ class Client:
                 "frame_too_large",
                 f"a {len(line) - 1}-byte request is over the {self._max}-byte limit",
             )
-        slot = _Slot()
+        slot = self._slot()
         self._pending[rid] = slot
         try:
             self._send(line)
-            await slot.event.wait()
+            await slot.wait()
         finally:
             del self._pending[rid]
         reply = slot.reply

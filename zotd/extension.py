@@ -439,6 +439,7 @@ class Extension:
         callback: Callable[[R | RequestError], None],
         *,
         timeout: float | None = None,
+        alone: bool = True,
     ) -> str:
         """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
         reply (or the error) from the task that reads it.
@@ -451,6 +452,9 @@ class Extension:
         limits), so that a request waits for a slow reader inside its
         deadline, as an awaited :meth:`request` does.
 
+        ``alone=False`` says more requests follow at once: the frame is queued
+        for the writer to send with them, not written on its own.
+
         Returns the request's id: pass it to :meth:`withdraw` when the answer
         is no longer wanted. Raises :class:`RequestError` if the extension is
         not running.
@@ -461,7 +465,7 @@ class Extension:
         self._next_id += 1
         rid = str(self._next_id)
         try:
-            outbox.put_nowait(make(rid), alone=not self._pending, force=True)
+            outbox.put_nowait(make(rid), alone=alone and not self._pending, force=True)
         except trio.BrokenResourceError:
             raise extension_failed(f"extension {self.name!r} stopped reading its stdin") from None
         slot = _Pending(expect, callback)  # type: ignore[arg-type]

@@ -77,6 +77,9 @@ class ClientSession:
         #: Tool calls in flight (they have no task): how to withdraw each.
         self._calls: dict[int, Callable[[], None]] = {}
         self._call_serial = 0
+        #: The lines being handled came in one read with others: what they
+        #: send on is gathered into one write, not written one by one.
+        self._burst = False
         self._calls_idle: trio.Event | None = None
 
     async def run(self) -> None:
@@ -94,6 +97,7 @@ class ClientSession:
                         async for lines in LineReader(
                             self._stream, self.daemon.config.max_frame_bytes
                         ):
+                            self._burst = len(lines) > 1
                             for line in lines:
                                 await self._on_line(line, requests)
                 while self._calls:
@@ -236,7 +240,10 @@ class ClientSession:
         self._calls[key] = _nothing
         try:
             done = functools.partial(self._call_done, key, req.id)
-            self._calls[key] = self.workspace.start_call(req.name, req.args, req.timeout_s, done)
+            alone = not self._burst and self.in_flight <= 1
+            self._calls[key] = self.workspace.start_call(
+                req.name, req.args, req.timeout_s, done, alone=alone
+            )
         except RequestError as exc:
             del self._calls[key]
             self._reply(ap.fail(req.id, "call_tool", exc.code, exc.message))

@@ -404,8 +404,13 @@ class Workspace:
         args: msgspec.Raw,
         timeout_s: float | None,
         done: Callable[[ap.CallData | RequestError], None],
+        *,
+        alone: bool = True,
     ) -> Callable[[], None]:
         """Starts a tool call, bounded by ``timeout_s`` or ``tool_timeout``.
+
+        ``alone=False`` says other calls are being started in the same breath
+        (see :meth:`Extension.ask`).
 
         ``done`` gets the result, or the error, exactly once (from the task
         that reads the extension's reply, or from its expiry task), unless
@@ -442,6 +447,7 @@ class Workspace:
             ep.ToolResult,
             on_reply,
             timeout=timeout,
+            alone=alone,
         )
         return functools.partial(ext.withdraw, rid)
 
