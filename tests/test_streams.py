@@ -110,13 +110,49 @@ class CountingOs:
 
     def __init__(self) -> None:
         self.writes: dict[int, int] = {}
+        self.failed_reads = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(os, name)
 
+    def read(self, fd: int, size: int) -> bytes:
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            self.failed_reads += 1
+            raise
+
     def write(self, fd: int, data: bytes | memoryview) -> int:
         self.writes[fd] = self.writes.get(fd, 0) + 1
         return os.write(fd, data)
+
+
+@pytest.mark.parametrize("kind", FD_KINDS)
+async def test_reader_waits_after_a_short_read_instead_of_reading_in_vain(
+    kind: Kind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counting = CountingOs()
+    monkeypatch.setattr(streams, "os", counting)
+    with trio.fail_after(TIMEOUT):
+        async with open_pair(kind) as (send, receive):
+            got: list[list[bytes | Oversized]] = []
+
+            async def reader() -> None:
+                async for lines in LineReader(receive, max_line=1024):
+                    got.append(lines)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(reader)
+                for n in range(5):
+                    await trio.testing.wait_all_tasks_blocked()  # the reader waits
+                    await send.send_all(b"line %d\n" % n)
+                await trio.testing.wait_all_tasks_blocked()
+                await send.aclose()
+            assert got == [[b"line %d" % n] for n in range(5)]
+            # Each short read drained the stream: the next one waited for data
+            # first, so no read came back empty-handed (the first read, before
+            # anything was known, may).
+            assert counting.failed_reads <= 1
 
 
 # --- fileno_of -------------------------------------------------------------------------

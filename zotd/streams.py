@@ -10,10 +10,11 @@ the daemon's hot path. Two rules keep it short:
   other requests in flight, or a write is under way) are queued, and the
   outbox's writer task sends all of them in one write: a burst of 64 replies
   costs one system call, and wakes the reader once.
-* **No needless yield on the way in.** :class:`LineReader` reads with a
-  non-blocking ``read`` and waits for readability only when there is nothing
-  to read; it yields to other tasks only after a read that did not wait, so
-  a flooding peer cannot starve the rest of the daemon.
+* **No needless yield or system call on the way in.** :class:`LineReader`
+  reads with a non-blocking ``read``; it waits for readability first only
+  when the last read was short (the stream was drained), and yields to other
+  tasks after a full read that did not wait, so that a flooding peer cannot
+  starve the rest of the daemon.
 
 Streams without a file descriptor (the in-memory streams tests use) go
 through the ordinary Trio stream methods instead.
@@ -62,7 +63,7 @@ class LineReader:
     cancelled half-way leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_done", "_fileno", "_splitter", "_stream", "_waited")
+    __slots__ = ("_done", "_drained", "_fileno", "_splitter", "_stream", "_waited")
 
     def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
         self._stream = stream
@@ -70,6 +71,7 @@ class LineReader:
         self._splitter = LineSplitter(max_line)
         self._done = False
         self._waited = True
+        self._drained = False
 
     def __aiter__(self) -> LineReader:
         return self
@@ -92,26 +94,37 @@ class LineReader:
                 return await self._stream.receive_some(READ_SIZE)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return b""
-        if not self._waited:
-            await trio.lowlevel.checkpoint()  # the last read did not wait: be fair
+        # After a short read the stream is most likely drained: wait for more
+        # rather than try a read that would fail. After a full read that did
+        # not wait, yield once first, so that a flood cannot starve the others.
+        must_wait = self._drained
+        if not must_wait and not self._waited:
+            await trio.lowlevel.checkpoint()
         self._waited = False
         while True:
             fd = self._fileno()
             if fd < 0:
                 return b""  # closed (by another task)
+            if must_wait:
+                try:
+                    await trio.lowlevel.wait_readable(fd)
+                except trio.ClosedResourceError:
+                    return b""
+                self._waited = True
+                fd = self._fileno()
+                if fd < 0:
+                    return b""
             try:
-                return os.read(fd, READ_SIZE)
+                chunk = os.read(fd, READ_SIZE)
             except BlockingIOError:
-                pass
+                must_wait = True
+                continue
             except OSError as exc:
                 if exc.errno in _GONE:
                     return b""
                 raise
-            try:
-                await trio.lowlevel.wait_readable(fd)
-            except trio.ClosedResourceError:
-                return b""
-            self._waited = True
+            self._drained = len(chunk) < READ_SIZE
+            return chunk
 
 
 class Outbox:
