@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -138,6 +139,40 @@ async def test_many_calls_at_once_and_a_cancelled_one(
         assert (await zot.call_tool("echo", {"after": 1})).content == [TextBlock('{"after": 1}')]
         await trio.sleep(0.4)
         assert (await zot.call_tool("echo", {"late": 1})).content == [TextBlock('{"late": 1}')]
+
+
+async def test_a_reply_that_does_not_fit_is_a_bad_reply(short_tmp: Path) -> None:
+    # A server that answers `hello` properly, then a call with the wrong data.
+    path = short_tmp / "odd.sock"
+    sock = trio.socket.socket(trio.socket.AF_UNIX)
+    await sock.bind(str(path))
+    sock.listen()
+    listener = trio.SocketListener(sock)
+
+    async def serve(stream: trio.SocketStream) -> None:
+        buffer = b""
+        replies = [
+            {"protocol_version": 1, "zotd_version": "x", "workspace": None, "pid": 1},
+            {"extension": "e", "content": "not a list"},
+        ]
+        while replies:
+            buffer += await stream.receive_some(65536)
+            while b"\n" in buffer and replies:
+                line, buffer = buffer.split(b"\n", 1)
+                request = json.loads(line)
+                reply = {"type": "response", "id": request["id"], "command": request["type"]}
+                reply |= {"success": True, "data": replies.pop(0)}
+                await stream.send_all(json.dumps(reply).encode() + b"\n")
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.serve_listeners, serve, [listener])
+        async with connect(path) as zot:
+            with pytest.raises(ZotdError) as err:
+                await zot.call_tool("echo")
+            assert err.value.code == "bad_reply"
+            assert "call_tool" in err.value.message
+        nursery.cancel_scope.cancel()
 
 
 async def test_oversized_request_fails_locally(

@@ -48,11 +48,15 @@ _encode = msgspec.json.Encoder().encode
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
-def _decode_as(cls: type[T], data: msgspec.Raw) -> T:
+def _decode_as(cls: type[T], data: msgspec.Raw, request: str) -> T:
+    """A reply's raw ``data`` as ``cls``; ``bad_reply`` if it does not fit."""
     decoder = _decoders.get(cls)
     if decoder is None:
         decoder = _decoders[cls] = msgspec.json.Decoder(cls)
-    result: T = decoder.decode(data)
+    try:
+        result: T = decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ZotdError("bad_reply", f"zotd's reply to {request} did not fit: {exc}") from None
     return result
 
 
@@ -111,14 +115,11 @@ class _TrioSlot:
     def wake(self) -> None:
         self.done = True
         if self.task is not None:
-            from trio.lowlevel import reschedule
-
-            reschedule(self.task)
+            _trio_lowlevel.reschedule(self.task)
             self.task = None
 
     async def wait(self) -> None:
-        from trio import lowlevel
-
+        lowlevel = _trio_lowlevel
         if self.done:
             await lowlevel.checkpoint()
             return
@@ -126,13 +127,19 @@ class _TrioSlot:
 
         def abort(_: object) -> trio.lowlevel.Abort:
             self.task = None
-            return lowlevel.Abort.SUCCEEDED
+            succeeded: trio.lowlevel.Abort = lowlevel.Abort.SUCCEEDED
+            return succeeded
 
         await lowlevel.wait_task_rescheduled(abort)
 
 
+#: ``trio.lowlevel``, once a client was made in a trio task.
+_trio_lowlevel: Any = None
+
+
 def _on_trio() -> bool:
     """Whether this runs in a trio task (without importing trio otherwise)."""
+    global _trio_lowlevel
     trio_module = sys.modules.get("trio")
     if trio_module is None:
         return False
@@ -140,6 +147,7 @@ def _on_trio() -> bool:
         trio_module.lowlevel.current_task()
     except RuntimeError:
         return False
+    _trio_lowlevel = trio_module.lowlevel
     return True
 
 
@@ -324,11 +332,7 @@ class Client:
         return msgspec.json.decode((await self._call(type, fields)).data)
 
     async def _typed(self, cls: type[T], type: str, **fields: Any) -> T:
-        data = (await self._call(type, fields)).data
-        try:
-            return _decode_as(cls, data)
-        except msgspec.ValidationError as exc:
-            raise ZotdError("bad_reply", f"zotd's reply to {type} did not fit: {exc}") from None
+        return _decode_as(cls, (await self._call(type, fields)).data, type)
 
     # --- one method per request ---------------------------------------------------
 
@@ -390,10 +394,15 @@ class Client:
         self, name: str, args: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
     ) -> ap.CallData:
         """Calls a tool with a JSON object of arguments."""
-        fields: dict[str, Any] = {"name": name, "args": dict(args or {})}
+        # The hot path: no **kwargs, no copy of a dict, one decode.
+        fields: dict[str, Any] = {
+            "name": name,
+            "args": args if type(args) is dict else dict(args or {}),
+        }
         if timeout_s is not None:
             fields["timeout_s"] = timeout_s
-        return await self._typed(ap.CallData, "call_tool", **fields)
+        reply = await self._call("call_tool", fields)
+        return _decode_as(ap.CallData, reply.data, "call_tool")
 
     async def emit_event(self, event: str, **payload: Any) -> list[str]:
         """Sends a lifecycle event; returns the extensions it was queued for."""
