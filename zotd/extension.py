@@ -159,7 +159,10 @@ class _Pending:
         outcome = self.outcome = error if error is not None else reply
         assert outcome is not None
         if self.callback is not None:
-            self.callback(outcome)
+            try:
+                self.callback(outcome)
+            except Exception:  # a bug there must not take the reader down with it
+                log.exception("a reply's callback failed")
         elif self.task is not None:
             trio.lowlevel.reschedule(self.task)
             self.task = None

@@ -1,11 +1,12 @@
 """One agent connection on the socket: read requests, run them, write replies.
 
-Each connection has one reader (this task), one writer task fed by a bounded
-channel, and a nursery of in-flight requests, so a client may pipeline many
-requests and get each reply as soon as it is ready. Replies are never
-dropped (a full queue makes the request wait); push frames are dropped, and
-counted, when the client does not keep up, so a slow reader never holds up
-an extension or another client.
+Each connection has one reader (this task), an outbox with its writer task,
+and a nursery of in-flight requests, so a client may pipeline many requests
+and get each reply as soon as it is ready. Tool calls, the hot path, have no
+task: the reply is written by the task that reads the extension's answer.
+Replies are never dropped (a full outbox makes the reader wait); push frames
+are dropped, and counted, when the client does not keep up, so a slow reader
+never holds up an extension or another client.
 """
 
 from __future__ import annotations
@@ -247,6 +248,13 @@ class ClientSession:
         except RequestError as exc:
             del self._calls[key]
             self._reply(ap.fail(req.id, "call_tool", exc.code, exc.message))
+            self._request_done()
+        except Exception as exc:
+            log.exception("client %d: call_tool failed", self.number)
+            del self._calls[key]
+            self._reply(
+                ap.fail(req.id, "call_tool", Code.INTERNAL, f"internal error in zotd: {exc!r}")
+            )
             self._request_done()
 
     def _call_done(self, key: int, rid: ap.Id, outcome: ap.CallData | RequestError) -> None:
