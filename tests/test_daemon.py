@@ -13,6 +13,7 @@ import trio
 
 from tests.conftest import FAKE, StartDaemon, add_extension, pid_alive, quickstart_dir
 from zotd.client import ZotdError, connect
+from zotd.environment import with_own_python
 from zotd.paths import Paths
 from zotd.protocol.agent import ExtensionStatePush, NotifyPush
 from zotd.protocol.extension import ImageBlock, TextBlock
@@ -656,6 +657,32 @@ async def test_other_users_are_refused(
     }
 
 
+async def test_python3_extensions_run_on_zotds_interpreter(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    # `"exec": "python3"` with a PATH that does not lead to zotd's Python (a
+    # venv that was not activated): the extension still gets it, and the SDK.
+    directory = paths.extensions_dir / "where"
+    directory.mkdir(parents=True)
+    (directory / "where.py").write_text(
+        "import sys\n"
+        "from zotd.sdk import Extension\n"
+        "ext = Extension('where')\n"
+        "@ext.tool()\n"
+        "def python() -> str:\n"
+        "    return sys.executable\n"
+        "ext.run()\n"
+    )
+    (directory / "extension.json").write_text(
+        json.dumps({"name": "where", "exec": "python3", "args": ["where.py"]})
+    )
+    await start_daemon(env={"PATH": "/usr/bin:/bin"})
+    async with connect(paths.socket, cwd=project) as zot:
+        result = await zot.call_tool("python")
+    assert isinstance(result.content[0], TextBlock)
+    assert os.path.dirname(result.content[0].text) == os.path.dirname(sys.executable)
+
+
 async def test_extensions_get_an_allowlisted_environment(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
@@ -683,7 +710,8 @@ async def test_extensions_get_an_allowlisted_environment(
     env = json.loads(result.content[0].text)
     env.pop("LC_CTYPE", None)  # some Pythons set it at startup
     assert env == {
-        "PATH": os.environ["PATH"],
+        # zotd's own interpreter first, so that `"exec": "python3"` finds zotd.sdk.
+        "PATH": with_own_python({"PATH": os.environ["PATH"]})["PATH"],
         "HOME": "/home/pat",
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",

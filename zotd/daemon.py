@@ -26,6 +26,7 @@ import trio
 
 from . import __version__
 from .config import Config
+from .environment import with_own_python
 from .listener import acquire_lock, lock_path, open_unix_listener, peer_uid, socket_identity
 from .paths import Paths
 from .process import Spawner, Watchdog, spawn
@@ -55,7 +56,9 @@ class Daemon:
         spawner: starts extension processes (tests may substitute fakes); by
             default real processes, watched by a :class:`~zotd.process.Watchdog`
             so that none outlives the daemon.
-        env: the environment extensions get (default: the daemon's).
+        env: the environment extensions get (default: the daemon's), with
+            the daemon's own interpreter first on ``PATH`` (see
+            :func:`~zotd.environment.with_own_python`).
         cwd: the workspace of a ``hello`` without ``cwd`` (default: the daemon's).
     """
 
@@ -82,7 +85,7 @@ class Daemon:
             paths=paths,
             explicit=[p.absolute() for p in explicit],
             spawner=spawner or spawn,
-            env=dict(os.environ if env is None else env),
+            env=with_own_python(os.environ if env is None else env),
         )
         self._shutdown = trio.Event()
         self._nursery: trio.Nursery | None = None

@@ -9,6 +9,8 @@ who and where the user is, locale, temporary and XDG directories), plus
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 
 from .manifest import Manifest
@@ -51,3 +53,18 @@ def extension_env(
         env.update(manifest.env)
     env["ZOT_HOME"] = zot_home
     return env
+
+
+def with_own_python(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the directory of the interpreter zotd runs on first on ``PATH``.
+
+    So an extension whose ``exec`` is ``python3`` runs on the Python that has
+    zotd installed, and can ``import zotd.sdk``, even when zotd was started
+    as ``.venv/bin/zotd`` without activating the venv.
+    """
+    out = dict(env)
+    own = os.path.dirname(sys.executable) if sys.executable else ""
+    path = out.get("PATH", os.defpath)
+    if own and path.split(os.pathsep)[0] != own:
+        out["PATH"] = own + os.pathsep + path
+    return out

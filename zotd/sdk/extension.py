@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+import platformdirs
 
 from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
@@ -86,6 +87,7 @@ class Extension:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._out_fd = 1
         self._tasks: set[asyncio.Task[None]] = set()
+        self._executor: ThreadPoolExecutor | None = None
 
     # --- registering ----------------------------------------------------------------
 
@@ -149,10 +151,10 @@ class Extension:
     @property
     def data_dir(self) -> Path:
         """A directory for this extension's state that survives reinstalls and
-        upgrades: ``$ZOT_HOME/data/<name>`` (``~/.zot/data/<name>`` without
-        ``ZOT_HOME``), created (mode 0700) on first use."""
+        upgrades: ``$ZOT_HOME/data/<name>`` (zotd always sets ``ZOT_HOME``;
+        without it, zot's default home), created (mode 0700) on first use."""
         home = os.environ.get("ZOT_HOME")
-        root = Path(home) if home else Path.home() / ".zot"
+        root = Path(home) if home else platformdirs.user_state_path("zot")
         path = root / "data" / self.name
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
@@ -190,11 +192,17 @@ class Extension:
         loop = self._loop = asyncio.get_running_loop()
         # Plain-function handlers each get a thread: many slow tools must not
         # starve a guard (which has 5 s) or the rest of the calls.
-        loop.set_default_executor(
-            ThreadPoolExecutor(max_workers=HANDLER_THREADS, thread_name_prefix=self.name)
+        # (Not the loop's default executor: asyncio.run would wait for its
+        # threads at exit, and a slow handler would hold up `shutdown`.)
+        self._executor = ThreadPoolExecutor(
+            max_workers=HANDLER_THREADS, thread_name_prefix=self.name
         )
         reader = asyncio.StreamReader(limit=MAX_LINE)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        except ValueError:  # a regular file: someone trying the extension by hand
+            reader.feed_data(sys.stdin.buffer.read())
+            reader.feed_eof()
         for frame in self._opening():
             self._send(frame)
         while True:
@@ -204,7 +212,9 @@ class Extension:
                 self.log("dropped a line longer than", MAX_LINE, "bytes")
                 continue
             if not line:
-                return  # the host closed stdin
+                # The host closed stdin: finish what was asked, then go.
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+                return
             if self._on_line(line):
                 return
 
@@ -271,7 +281,7 @@ class Extension:
         else:
             try:
                 args, kwargs = tool.signature.arguments(bytes(frame.args))
-                value = await _call(tool.handler, *args, **kwargs)
+                value = await self._call(tool.handler, *args, **kwargs)
                 reply = results.tool_frame(frame.id, value)
             except ArgumentError as exc:
                 reply = results.tool_frame(frame.id, results.tool_error(str(exc)))
@@ -286,7 +296,9 @@ class Extension:
             reply = ep.CommandResponse(id=frame.id, error=f"no command /{frame.name}")
         else:
             try:
-                reply = results.command_frame(frame.id, await _call(command.handler, frame.args))
+                reply = results.command_frame(
+                    frame.id, await self._call(command.handler, frame.args)
+                )
             except Exception as exc:
                 self._report(f"command /{frame.name}")
                 reply = ep.CommandResponse(id=frame.id, error=_describe(exc))
@@ -297,7 +309,7 @@ class Extension:
         if self._guard is not None and frame.event == "tool_call":
             try:
                 args = frame.tool_args if isinstance(frame.tool_args, dict) else {}
-                verdict = await _call(self._guard, frame.tool_name or "", args)
+                verdict = await self._call(self._guard, frame.tool_name or "", args)
             except Exception:
                 self._report("the tool-call guard")  # a broken guard allows, as the host would
         self._send(results.intercept_frame(frame.id, verdict))
@@ -306,7 +318,7 @@ class Extension:
         try:
             event = msgspec.json.decode(line)
             event.pop("type", None)
-            await _call(handler, event)
+            await self._call(handler, event)
         except Exception:
             self._report(f"the {getattr(handler, '__name__', 'event')} observer")
 
@@ -336,12 +348,14 @@ class Extension:
         self.log(f"{what} failed:")
         traceback.print_exc(file=sys.stderr)
 
-
-async def _call(handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Awaits an ``async def`` handler; runs a plain one in a worker thread."""
-    if inspect.iscoroutinefunction(handler):
-        return await handler(*args, **kwargs)
-    return await asyncio.to_thread(functools.partial(handler, *args, **kwargs))
+    async def _call(self, handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Awaits an ``async def`` handler; runs a plain one in a worker thread."""
+        if inspect.iscoroutinefunction(handler):
+            return await handler(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(handler, *args, **kwargs)
+        )
 
 
 def _describe(exc: BaseException) -> str:
