@@ -88,6 +88,7 @@ class Extension:
         self._out_fd = 1
         self._tasks: set[asyncio.Task[None]] = set()
         self._executor: ThreadPoolExecutor | None = None
+        self._in: Any = sys.stdin
 
     # --- registering ----------------------------------------------------------------
 
@@ -109,19 +110,23 @@ class Extension:
 
     def tool(
         self,
-        name: str | None = None,
+        name: str | Callable[..., Any] | None = None,
         description: str | None = None,
         *,
         schema: dict[str, Any] | None = None,
-    ) -> Callable[[F], F]:
+    ) -> Any:
         """Registers a tool the model can call.
 
         Its JSON Schema comes from the handler's annotated parameters (or the
         one :class:`msgspec.Struct` it takes), and the model's arguments are
         checked and converted before the handler runs. With ``schema``, the
         handler gets the arguments as one ``dict`` instead. ``name`` defaults
-        to the function's name, ``description`` to its docstring.
+        to the function's name, ``description`` to its docstring. Works with
+        and without parentheses (``@ext.tool`` or ``@ext.tool()``).
         """
+        if callable(name):  # @ext.tool, bare
+            handler, name = name, None
+            return self.tool()(handler)
 
         def register(handler: F) -> F:
             tool_name = name or handler.__name__
@@ -179,6 +184,12 @@ class Extension:
         sys.stdout.flush()
         self._out_fd = os.dup(1)
         os.dup2(2, 1)
+        # Frames come from the real stdin; child processes a handler starts
+        # get /dev/null there, so that none can read (steal) a frame.
+        self._in = os.fdopen(os.dup(0), "rb", buffering=0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
         sys.stdout = sys.stderr
         try:
             asyncio.run(self._main())
@@ -199,9 +210,9 @@ class Extension:
         )
         reader = asyncio.StreamReader(limit=MAX_LINE)
         try:
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._in)
         except ValueError:  # a regular file: someone trying the extension by hand
-            reader.feed_data(sys.stdin.buffer.read())
+            reader.feed_data(self._in.read())
             reader.feed_eof()
         for frame in self._opening():
             self._send(frame)
@@ -288,7 +299,12 @@ class Extension:
             except Exception as exc:
                 self._report(f"tool {frame.name!r}")
                 reply = results.tool_frame(frame.id, results.tool_error(_describe(exc)))
-        self._send(reply)
+        self._reply(
+            reply,
+            lambda why: results.tool_frame(
+                frame.id, results.tool_error(f"the tool's result cannot be sent: {why}")
+            ),
+        )
 
     async def _invoke(self, frame: ep.CommandInvoked) -> None:
         command = self._commands.get(frame.name)
@@ -302,7 +318,12 @@ class Extension:
             except Exception as exc:
                 self._report(f"command /{frame.name}")
                 reply = ep.CommandResponse(id=frame.id, error=_describe(exc))
-        self._send(reply)
+        self._reply(
+            reply,
+            lambda why: ep.CommandResponse(
+                id=frame.id, error=f"the command's answer cannot be sent: {why}"
+            ),
+        )
 
     async def _intercept(self, frame: ep.EventIntercept) -> None:
         verdict: Any = None
@@ -327,7 +348,25 @@ class Extension:
     def _send(self, frame: msgspec.Struct) -> None:
         # Only ever called on the event loop's thread: one frame, one write
         # loop, never interleaved with another.
-        data = memoryview(_encoder.encode(frame) + b"\n")
+        try:
+            line = _encoder.encode(frame) + b"\n"
+        except Exception:  # a notify() with text that is not valid Unicode, say
+            self._report("encoding a frame")
+            return
+        self._write(line)
+
+    def _reply(self, frame: msgspec.Struct, instead: Callable[[str], msgspec.Struct]) -> None:
+        # A reply is owed: if the handler's answer cannot be encoded (a str
+        # with lone surrogates, from a file name, say), say so instead.
+        try:
+            line = _encoder.encode(frame) + b"\n"
+        except Exception as exc:
+            self._report("encoding a reply")
+            line = _encoder.encode(instead(_describe(exc))) + b"\n"
+        self._write(line)
+
+    def _write(self, line: bytes) -> None:
+        data = memoryview(line)
         while data:
             data = data[os.write(self._out_fd, data) :]
 

@@ -86,7 +86,7 @@ class Image:
 class Result:
     """A tool's result in full: its blocks, and whether it reports an error."""
 
-    content: list[str | Image] = field(default_factory=list)
+    content: list[str | Image] | str | Image = field(default_factory=list)
     is_error: bool = False
 
 
@@ -106,9 +106,8 @@ def _block(item: Any) -> ep.Block:
 def tool_frame(rid: str, value: Any) -> ep.ToolResult:
     """The ``tool_result`` for a handler's return value."""
     if isinstance(value, Result):
-        return ep.ToolResult(
-            id=rid, content=[_block(i) for i in value.content], is_error=value.is_error
-        )
+        items = [value.content] if isinstance(value.content, str | Image) else value.content
+        return ep.ToolResult(id=rid, content=[_block(i) for i in items], is_error=value.is_error)
     if value is None:
         return ep.ToolResult(id=rid, content=[])
     if isinstance(value, list | tuple):

@@ -37,7 +37,7 @@ class Signature:
             self._decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(dict[str, Any])
             self._spread = False
             return
-        hints = get_type_hints(handler)
+        hints = get_type_hints(handler, include_extras=True)
         params = list(inspect.signature(handler).parameters.values())
         if len(params) == 1 and _is_struct(hints.get(params[0].name)):
             self._struct = hints[params[0].name]
