@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
 import statistics
 import sys
@@ -37,6 +36,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from systems import (
+    SDK_EXT,
     Daemon,
     Sandbox,
     alive,
@@ -44,9 +44,11 @@ from systems import (
     bare_spawn,
     client_of,
     ext_argv,
+    import_time,
     rss_mib,
     start_daemon,
     start_relay,
+    time_to_ready,
 )
 
 from zotd.client import Client
@@ -290,10 +292,17 @@ def round_many(settings: Settings, into: Figures) -> None:
             into["orphans"] = sum(alive(pid) for pid in pids)
 
 
-def sdk_figures() -> str:
-    if importlib.util.find_spec("zotd.sdk") is None:
-        return "not measured: zotd.sdk does not exist yet"
-    return "not measured yet"
+def round_sdk(settings: Settings, into: Figures) -> None:
+    """The SDK's import time, and an SDK extension's start beside a raw one's."""
+    python = sys.executable
+    tries = 3 if settings is QUICK else 7
+    into["sdk.import"] = statistics.median(import_time(python, "zotd.sdk") for _ in range(tries))
+    into["sdk.ready"] = statistics.median(
+        time_to_ready([python, str(SDK_EXT), "echo"]) for _ in range(tries)
+    )
+    into["raw.ready"] = statistics.median(
+        time_to_ready(ext_argv("echo", "tool")) for _ in range(tries)
+    )
 
 
 # --- the report -----------------------------------------------------------------------
@@ -353,6 +362,13 @@ ROWS = [
         "us",
         "fanout10.p50",
         ("1 guard", "fanout1.p50", "over"),
+    ),
+    Row("SDK import time", "ms", "sdk.import"),
+    Row(
+        "SDK extension, start to ready",
+        "ms",
+        "sdk.ready",
+        ("raw extension", "raw.ready", "over"),
     ),
     Row("RSS, 50 extensions, idle", "MiB", "rss.idle", None, ("<", 60.0)),
     Row("RSS, 50 extensions, load", "MiB", "rss.load", None, ("<", 60.0)),
@@ -437,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="rounds to take the median over")
     parser.add_argument("--json", type=Path, help="also write every round's figures here")
     parser.add_argument(
-        "--only", choices=["calls", "intercept", "many"], help="run just one group of figures"
+        "--only",
+        choices=["calls", "intercept", "many", "sdk"],
+        help="run just one group of figures",
     )
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
@@ -450,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         groups.append(round_intercept)
     if args.only in (None, "many"):
         groups.append(round_many)
+    if args.only in (None, "sdk"):
+        groups.append(round_sdk)
     rounds: list[Figures] = []
     begin = time.perf_counter()
     for n in range(settings.rounds):
@@ -466,7 +486,6 @@ def main(argv: list[str] | None = None) -> int:
     table, all_met = report(rounds)
     print(render(table))
     print()
-    print(f"SDK import and start-to-ready: {sdk_figures()}")
     print(
         f"{settings.rounds} rounds in {elapsed:.0f} s on {describe_machine()}; "
         f"medians over rounds, ratios taken within each round."

@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 ECHO = HERE / "echo_ext.py"
 RELAY = HERE / "relay.py"
 BARE_SPAWN = HERE / "bare_spawn.py"
+SDK_EXT = HERE / "sdk_ext.py"
 
 #: How the daemon is started (after the interpreter).
 DAEMON_ARGV = ["-m", "zotd"]
@@ -206,6 +207,31 @@ def bare_fanout(guards: int, rounds: int) -> list[float]:
         for p in processes:
             p.kill()
             p.wait()
+
+
+def time_to_ready(argv: list[str]) -> float:
+    """Seconds from spawning one extension to its ``ready`` line."""
+    begin = time.perf_counter()
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    try:
+        seen = b""
+        while b'"ready"' not in seen:
+            chunk = os.read(process.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise RuntimeError(f"{argv!r} exited before `ready`")
+            seen += chunk
+        return time.perf_counter() - begin
+    finally:
+        process.kill()
+        process.wait()
+
+
+def import_time(python: str, module: str) -> float:
+    """Seconds a fresh interpreter takes to import ``module``, timed inside it."""
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    out = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
+    return float(out.stdout)
 
 
 def bare_spawn(argvs: list[list[str]]) -> float:

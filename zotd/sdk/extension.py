@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import msgspec
 import platformdirs
@@ -107,6 +107,18 @@ class Extension:
             return handler
 
         return register
+
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        schema: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
 
     def tool(
         self,
