@@ -104,7 +104,7 @@ async def client_of(
         if process.poll() is not None:
             raise RuntimeError(f"{process.args!r} exited with {process.returncode}")
         try:
-            async with connect(socket, cwd=cwd, client="bench") as zot:
+            async with connect(socket, cwd=cwd, client="bench", start=False) as zot:
                 yield zot
                 return
         except NotRunning:

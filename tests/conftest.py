@@ -46,6 +46,12 @@ FAST = Config(
 )
 
 
+@pytest.fixture(autouse=True)
+def no_autostart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No client in a test starts a daemon on its own (tests of that turn it on)."""
+    monkeypatch.setenv("ZOTD_NO_AUTOSTART", "1")
+
+
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
     """A temporary directory with a short path (Unix socket paths are limited)."""

@@ -27,7 +27,7 @@ import anyio.lowlevel
 import msgspec
 from anyio.abc import SocketAttribute
 
-from . import AGENT_PROTOCOL_VERSION
+from . import AGENT_PROTOCOL_VERSION, autostart
 from .paths import Paths, check_socket_path
 from .protocol import agent as ap
 from .protocol.lines import LineSplitter, Oversized
@@ -482,8 +482,13 @@ async def connect(
     client: str = "zotd.client",
     token: str | None = None,
     attach: bool = True,
+    start: bool | None = None,
 ) -> AsyncIterator[Client]:
     """Connects to zotd (and says ``hello`` unless ``hello=False``).
+
+    If no daemon answers, one is started in the background (see
+    :mod:`zotd.autostart`) and waited for, unless ``start=False`` or
+    ``$ZOTD_NO_AUTOSTART=1``.
 
     Args:
         socket: the socket path (default: ``$ZOTD_SOCKET``, else the user runtime dir).
@@ -493,8 +498,8 @@ async def connect(
             (default: ``$ZOTD_TOKEN``).
 
     Raises:
-        NotRunning: nothing answers on the socket.
-        ZotdError: ``hello`` failed.
+        NotRunning: nothing answers on the socket (and none was to be started).
+        ZotdError: ``hello`` failed; ``cannot_start`` if a daemon could not be started.
     """
     path = Path(socket) if socket is not None else Paths.from_env().socket
     try:
@@ -504,7 +509,12 @@ async def connect(
     try:
         stream = await anyio.connect_unix(path)
     except (FileNotFoundError, ConnectionRefusedError):
-        raise NotRunning(path) from None
+        if not autostart.enabled(start):
+            raise NotRunning(path) from None
+        try:
+            stream = await autostart.start_daemon(path)
+        except autostart.StartError as exc:
+            raise ZotdError("cannot_start", f"cannot start zotd: {exc}") from None
     except OSError as exc:
         raise ZotdError(
             "cannot_connect", f"cannot connect to {path}: {exc.strerror or exc}"

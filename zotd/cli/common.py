@@ -104,6 +104,9 @@ class Options:
     token: str | None = None
     """The daemon's token, if it has one [default: $ZOTD_TOKEN, else token in zotd.toml]."""
 
+    no_start: bool = False
+    """Do not start the daemon if none is running [default: start it, unless $ZOTD_NO_AUTOSTART=1]."""
+
 
 def with_client(
     opts: Options,
@@ -125,6 +128,7 @@ def with_client(
                 cwd=opts.cwd or Path(os.getcwd()),
                 client=f"zot/{__version__}",
                 token=token_for(opts.token, config),
+                start=False if opts.no_start else None,
             ) as zot:
                 return await body(zot)
         except NotRunning:

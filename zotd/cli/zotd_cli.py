@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ import anyio
 import trio
 from cyclopts import App, Parameter
 
-from .. import __version__
+from .. import __version__, service
 from ..client import Client, NotRunning, ZotdError, connect
 from ..config import Config
 from ..daemon import Daemon
@@ -64,7 +65,12 @@ def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
     logging.basicConfig(
         level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
-    daemon = Daemon(config, paths, explicit=dirs)
+    passed = service.listen_fds()  # socket activation: before anything is spawned
+    if len(passed) > 1:
+        logging.getLogger("zotd").warning(
+            "%d sockets passed; serving the first (fd %d)", len(passed), passed[0]
+        )
+    daemon = Daemon(config, paths, explicit=dirs, listen_fd=passed[0] if passed else None)
     _tune_gc()
     try:
         trio.run(functools.partial(daemon.run, handle_signals=True))
@@ -97,7 +103,7 @@ def _tune_gc() -> None:
 async def _operator(paths: Paths, config: Config) -> AsyncIterator[Client]:
     # An operator connection: authenticated, joined to no workspace.
     async with connect(
-        paths.socket, attach=False, client="zotd-cli", token=token_for(None, config)
+        paths.socket, attach=False, client="zotd-cli", token=token_for(None, config), start=False
     ) as zot:
         yield zot
 
@@ -225,6 +231,85 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
         print("no workspaces (none until an agent says hello)")
     for ws in st.workspaces:
         print(f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, {ws.clients} client(s)")
+    return 0
+
+
+@app.command(name="install-service")
+def install_service(
+    *,
+    uninstall: bool = False,
+    socket_activation: bool = False,
+    print_: Annotated[bool, Parameter(name="--print")] = False,
+    directory: Annotated[Path | None, Parameter(name="--dir")] = None,
+    where: Where | None = None,
+) -> int:
+    """Install zotd as a user service: systemd on Linux, launchd on macOS.
+
+    Writes the unit (~/.config/systemd/user/zotd.service, or
+    ~/Library/LaunchAgents/dev.zot.zotd.plist) that runs this installation's
+    zotd, and prints the commands that enable it. ZOT_HOME, ZOTD_SOCKET and
+    ZOTD_CONFIG (or --socket / --config) are written into it when set.
+
+    Args:
+        uninstall: Remove the files instead (and systemd's links to them).
+        socket_activation: systemd only: also write zotd.socket, so systemd
+            listens on the socket and starts zotd at the first connection.
+        print_: Print the files instead of writing them.
+        directory: Write into this directory [default: where the service manager looks].
+    """
+    try:
+        manager = service.manager_for(sys.platform)
+        folder = directory or service.service_dir(manager, os.environ, Path.home())
+        if uninstall:
+            removed = service.uninstall(manager, folder)
+            if not removed:
+                print(f"no zotd service files in {folder}")
+                return 0
+            for path in removed:
+                print(f"removed {path}")
+            print("To stop the daemon the service manager runs now:")
+            print("\n".join("  " + step for step in service.disable_steps(manager, removed)))
+            return 0
+        paths, _ = settings(where, "zotd")
+        env = service.passed_env(
+            paths,
+            os.environ,
+            socket_given=bool(where and where.socket),
+            config_given=bool(where and where.config),
+        )
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        spec = service.ServiceSpec(
+            argv=service.daemon_argv(),
+            socket=paths.socket,
+            log=paths.daemon_log,
+            env=env,
+            runtime_dir=Path(runtime) if runtime else None,
+        )
+        files = service.unit_files(manager, spec, socket_activation=socket_activation)
+        if print_:
+            for name, text in files.items():
+                if len(files) > 1:
+                    print(f"# {folder / name}")
+                print(text, end="" if text.endswith("\n") else "\n")
+            return 0
+        if manager == "launchd":
+            try:
+                paths.logs_dir.mkdir(parents=True, exist_ok=True)  # launchd does not make it
+            except OSError as exc:
+                return die(f"zotd: cannot create {paths.logs_dir}: {exc.strerror or exc}")
+        done = service.install(manager, folder, files)
+    except service.ServiceError as exc:
+        return die(f"zotd: {exc}")
+    for path in done.written:
+        print(f"wrote {path}")
+    for path in done.removed:
+        print(f"removed {path} (not part of this install)")
+    print("To start zotd now and at every login:")
+    steps = service.enable_steps(manager, folder, socket_activation=socket_activation)
+    print("\n".join("  " + step for step in steps))
+    if manager == "systemd":
+        print("Its log: journalctl --user -u zotd")
+    print("To remove it: zotd install-service --uninstall")
     return 0
 
 
