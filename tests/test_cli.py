@@ -49,6 +49,9 @@ class Cli:
         self.env.update(
             ZOT_HOME=str(self.home), ZOTD_SOCKET=str(self.socket), ZOTD_CONFIG=str(self.config)
         )
+        # These tests are about a daemon started on purpose (test_autostart.py
+        # covers the other kind).
+        self.env["ZOTD_NO_AUTOSTART"] = "1"
         #: The daemon's token, if a test configures one (cleanup needs it).
         self.token: str | None = None
         self.pids: set[int] = set()

@@ -47,6 +47,7 @@ def user_env(paths: Paths) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZOTD_")}
     path = env.get("PATH", "").split(os.pathsep)
     env["PATH"] = os.pathsep.join(p for p in path if p and Path(p) != BIN)
+    env["ZOTD_NO_AUTOSTART"] = "1"  # the test starts the daemon itself
     env.update(
         ZOT_HOME=str(paths.home),
         ZOTD_SOCKET=str(paths.socket),
