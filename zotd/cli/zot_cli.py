@@ -19,7 +19,7 @@ from .. import __version__
 from ..client import Client
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
-from . import ext_cli
+from . import ext_cli, hook_cli
 from .common import Options, Where, die, print_json, table, with_client
 
 app = App(
@@ -28,6 +28,7 @@ app = App(
     version=__version__,
 )
 app.command(ext_cli.app)
+app.command(hook_cli.app)
 
 
 @app.command
