@@ -30,6 +30,9 @@ START_TIMEOUT = 15.0
 NO_AUTOSTART_ENV = "ZOTD_NO_AUTOSTART"
 
 
+#: What a service manager tells its own unit; a daemon we start must not see it.
+_SERVICE_MANAGER_ENV = frozenset({"NOTIFY_SOCKET", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"})
+
 #: Daemons this process started, kept so that no ``Popen`` is collected (and
 #: warns) while its daemon still runs.
 _started: list[subprocess.Popen[bytes]] = []
@@ -106,9 +109,16 @@ def spawn(socket: Path, log: Path, extra: list[str] | None = None) -> subprocess
     session, with its output appended to ``log``; does not wait."""
     log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "zotd", "--socket", str(socket), *(extra or [])]
+    # Not the starter's service manager's: a daemon started here is nobody's unit.
+    env = {k: v for k, v in os.environ.items() if k not in _SERVICE_MANAGER_ENV}
     with log.open("ab") as out:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+            env=env,
         )
     _started.append(process)
     return process

@@ -24,10 +24,18 @@ from pathlib import Path
 
 import trio
 
-from . import __version__
+from . import __version__, service
 from .config import Config
 from .environment import with_own_python
-from .listener import acquire_lock, lock_path, open_unix_listener, peer_uid, socket_identity
+from .listener import (
+    acquire_lock,
+    adopt_unix_listener,
+    bound_path,
+    lock_path,
+    open_unix_listener,
+    peer_uid,
+    socket_identity,
+)
 from .paths import Paths
 from .process import Spawner, Watchdog, spawn
 from .protocol import agent as ap
@@ -60,6 +68,9 @@ class Daemon:
             the daemon's own interpreter first on ``PATH`` (see
             :func:`~zotd.environment.with_own_python`).
         cwd: the workspace of a ``hello`` without ``cwd`` (default: the daemon's).
+        listen_fd: a listening Unix socket passed by the service manager
+            (socket activation, :func:`~zotd.service.listen_fds`), served
+            instead of binding ``paths.socket``; zotd never removes its file.
     """
 
     def __init__(
@@ -71,6 +82,7 @@ class Daemon:
         spawner: Spawner | None = None,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        listen_fd: int | None = None,
     ) -> None:
         self.config = config
         self.paths = paths
@@ -90,6 +102,7 @@ class Daemon:
         self._shutdown = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._started_at = 0.0
+        self._listen_fd = listen_fd
 
     async def run(
         self,
@@ -99,10 +112,13 @@ class Daemon:
     ) -> None:
         """Serves until :meth:`request_shutdown`, a ``shutdown`` request or a signal.
 
-        Reports started once the socket accepts connections. Shutdown stops
+        Reports started once the socket accepts connections, and tells a
+        service manager waiting for it (``READY=1``; ``STOPPING=1`` when the
+        shutdown begins; see :func:`~zotd.service.notify`). Shutdown stops
         accepting, stops every extension in parallel (shielded, bounded by
         the shutdown deadlines), gives clients :data:`FLUSH_TIMEOUT` to take
-        their last replies, closes them, and removes the socket file.
+        their last replies, closes them, and removes the socket file (the
+        one it bound; a passed socket stays).
 
         Raises:
             AlreadyRunning: another daemon answers on the socket.
@@ -110,11 +126,27 @@ class Daemon:
         """
         lock = acquire_lock(lock_path(self.paths.socket))
         try:
-            listener = await open_unix_listener(self.paths.socket)
+            if self._listen_fd is None:
+                listener = await open_unix_listener(self.paths.socket)
+            else:
+                listener = adopt_unix_listener(self._listen_fd)
         except BaseException:
             os.close(lock)
             raise
-        identity = socket_identity(self.paths.socket)
+        if self._listen_fd is None:
+            identity = socket_identity(self.paths.socket)
+            how = ""
+        else:
+            identity = None  # not ours to remove
+            how = " (passed by the service manager)"
+            passed = bound_path(listener)
+            if passed is not None and passed != self.paths.socket:
+                log.warning(
+                    "the passed socket is %s, not %s: set ZOTD_SOCKET to it, or clients "
+                    "will not find this daemon",
+                    passed,
+                    self.paths.socket,
+                )
         watchdog = None
         if self._ctx.spawner is spawn:
             try:
@@ -132,10 +164,16 @@ class Daemon:
                 accepting = trio.CancelScope()
                 nursery.start_soon(self._accept, listener, accepting)
                 log.info(
-                    "zotd %s listening on %s (pid %d)", __version__, self.paths.socket, os.getpid()
+                    "zotd %s listening on %s%s (pid %d)",
+                    __version__,
+                    self.paths.socket,
+                    how,
+                    os.getpid(),
                 )
                 task_status.started()
+                service.notify(f"READY=1\nSTATUS=listening on {self.paths.socket}")
                 await self._shutdown.wait()
+                service.notify("STOPPING=1\nSTATUS=stopping the extensions")
                 accepting.cancel()
                 with trio.CancelScope(shield=True):
                     await self._stop_everything()

@@ -101,6 +101,37 @@ async def open_unix_listener(path: Path, backlog: int = 128) -> trio.SocketListe
     return trio.SocketListener(sock)
 
 
+def adopt_unix_listener(fd: int) -> trio.SocketListener:
+    """Wraps a socket passed by the service manager (socket activation).
+
+    The socket is the manager's: it was bound, and its file is removed, by
+    the manager, not by zotd.
+
+    Raises:
+        SocketError: ``fd`` is not a listening Unix stream socket.
+    """
+    try:
+        sock = socket.socket(fileno=fd)  # family and type are read from the fd
+    except OSError as exc:
+        raise SocketError(f"passed file descriptor {fd}: {exc.strerror or exc}") from None
+    listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM or not listening:
+        sock.detach()  # not ours to close
+        raise SocketError(
+            f"passed file descriptor {fd} is not a listening Unix stream socket "
+            "(check ListenStream= in zotd.socket)"
+        )
+    return trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+
+
+def bound_path(listener: trio.SocketListener) -> Path | None:
+    """The file a Unix listener is bound to, if it has one (not abstract, not unnamed)."""
+    name = listener.socket.getsockname()
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    return Path(name) if isinstance(name, str) and name.startswith("/") else None
+
+
 def socket_identity(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the socket file, to remove only our own at exit."""
     try:

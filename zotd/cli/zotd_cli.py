@@ -193,7 +193,7 @@ def stop(*, where: Where | None = None) -> int:
             return die(f"zotd: {exc.message}")
         with anyio.move_on_after(10):
             # Polling is the point: nothing else tells us the socket is gone.
-            while await _answers(paths, config):  # noqa: ASYNC110
+            while await _answers(paths, config, pid):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
             print(f"zotd stopped (pid {pid})")
             return 0
@@ -202,11 +202,14 @@ def stop(*, where: Where | None = None) -> int:
     return run_async(go)
 
 
-async def _answers(paths: Paths, config: Config) -> bool:
+async def _answers(paths: Paths, config: Config, pid: int) -> bool:
+    """Whether daemon ``pid`` still answers (under socket activation, our
+    connection may start a new one: that one does not count)."""
     try:
-        return await _status(paths, config) is not None
+        st = await _status(paths, config)
     except ZotdError:
         return True  # it answers, if only to say it is shutting down
+    return st is not None and st.pid == pid
 
 
 @app.command
