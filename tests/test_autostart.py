@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -153,6 +154,25 @@ async def test_connects_racing_in_one_program_start_one_daemon(
     assert names == [["echo"]] * 6
     assert len(daemons_on(paths.socket)) == 1
     assert "already running" not in paths.daemon_log.read_text()
+
+
+async def test_a_started_daemon_is_not_the_starters_service(
+    env: dict[str, str], paths: Paths, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An agent running as a systemd service starts zotd: zotd must not report
+    # its readiness to the agent's service manager as if it were the unit.
+    notify_path = paths.socket.parent.parent / "notify"
+    notify_path.parent.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as manager:
+        manager.bind(str(notify_path))
+        manager.setblocking(False)
+        monkeypatch.setenv("NOTIFY_SOCKET", str(notify_path))
+        with trio.fail_after(30):
+            async with connect(paths.socket, cwd=project) as zot_client:
+                assert await zot_client.ping()
+        await trio.sleep(0.3)
+        with pytest.raises(BlockingIOError):
+            manager.recv(1024)
 
 
 async def test_cannot_start_is_an_error_code(

@@ -6,7 +6,6 @@ import functools
 import gc
 import logging
 import os
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -18,7 +17,7 @@ import anyio
 import trio
 from cyclopts import App, Parameter
 
-from .. import __version__, service
+from .. import __version__, autostart, service
 from ..client import Client, NotRunning, ZotdError, connect
 from ..config import Config
 from ..daemon import Daemon
@@ -147,18 +146,12 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
         if dirs:
             print("zotd: --ext applies to a new daemon only; `zotd stop` first", file=sys.stderr)
         return 0
-    argv = [sys.executable, "-m", "zotd", "--socket", str(paths.socket)]
-    if where and where.config:
-        argv += ["--config", str(where.config)]
+    extra = ["--config", str(where.config)] if where and where.config else []
     for d in dirs:
-        argv += ["--ext", str(d)]
+        extra += ["--ext", str(d)]
     if log_level:
-        argv += ["--log-level", log_level]
-    paths.logs_dir.mkdir(parents=True, exist_ok=True)
-    with paths.daemon_log.open("ab") as log_file:
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file, start_new_session=True
-        )
+        extra += ["--log-level", log_level]
+    proc = autostart.spawn(paths.socket, paths.daemon_log, extra)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -13,12 +13,14 @@ forms a reference cycle, so the garbage collector need not track them.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
 from .extension import Block
 from .frames import FrameDecoder, UnknownFrame, tags_of
+
+T = TypeVar("T")
 
 Id = str | int
 
@@ -467,10 +469,7 @@ def decode_reply(line: bytes) -> RawResponse | Push:
     Raises:
         msgspec.DecodeError: not a frame (too deeply nested JSON included).
     """
-    try:
-        return _reply_decoder.decode(line)
-    except RecursionError:
-        raise msgspec.DecodeError("JSON nested too deeply") from None
+    return _server_decode(_reply_decoder, line)
 
 
 def decode_server_frame(line: bytes) -> Response | Push:
@@ -479,7 +478,11 @@ def decode_server_frame(line: bytes) -> Response | Push:
     Raises:
         msgspec.DecodeError: not a frame (too deeply nested JSON included).
     """
+    return _server_decode(_server_frame_decoder, line)
+
+
+def _server_decode(decoder: msgspec.json.Decoder[T], line: bytes) -> T:
     try:
-        return _server_frame_decoder.decode(line)
+        return decoder.decode(line)
     except RecursionError:
         raise msgspec.DecodeError("JSON nested too deeply") from None
