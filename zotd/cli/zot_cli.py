@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
@@ -20,7 +22,17 @@ from ..client import Client
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
 from . import ext_cli, hook_cli
-from .common import Options, Where, die, print_json, table, with_client
+from .common import (
+    Options,
+    Where,
+    die,
+    print_json,
+    run_async,
+    settings,
+    table,
+    token_for,
+    with_client,
+)
 
 app = App(
     name="zot",
@@ -186,6 +198,42 @@ def events(*, opts: Options | None = None, where: Where | None = None) -> int:
         return 1
 
     return with_client(o, where, body)
+
+
+@app.command
+def mcp(
+    *,
+    cwd: Path | None = None,
+    token: str | None = None,
+    no_start: bool = False,
+    where: Where | None = None,
+) -> int:
+    """Serve the workspace's tools and commands to an MCP host, over stdio.
+
+    A Model Context Protocol server: tools/list and tools/call are the
+    workspace's tools, prompts/list and prompts/get its slash commands. Starts
+    the daemon if none is running. Needs the `mcp` extra (pip install 'zotd[mcp]').
+
+    Args:
+        cwd: The project directory (workspace) [default: the current directory].
+        token: The daemon's token, if it has one [default: $ZOTD_TOKEN, else token in zotd.toml].
+        no_start: Do not start the daemon if none is running [default: start it, unless $ZOTD_NO_AUTOSTART=1].
+    """
+    paths, config = settings(where)
+    try:
+        from .. import mcp_bridge
+    except ImportError as exc:
+        die(f"zot mcp: needs the mcp package (pip install 'zotd[mcp]'): {exc}")
+
+    async def go() -> int:
+        return await mcp_bridge.serve(
+            socket=paths.socket,
+            cwd=cwd or Path(os.getcwd()),
+            token=token_for(token, config),
+            start=False if no_start else None,
+        )
+
+    return run_async(go)
 
 
 def main() -> None:

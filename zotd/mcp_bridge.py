@@ -1,0 +1,258 @@
+"""``zot mcp``: one workspace of zotd served to an MCP host over stdio.
+
+The Model Context Protocol server (the official ``mcp`` package's low-level
+``Server``) and one :mod:`zotd.client` connection share one event loop:
+
+- ``tools/list`` and ``tools/call`` are the workspace's zot tools, through
+  ``list_tools`` and ``call_tool`` (text and image content, ``isError``);
+- ``prompts/list`` and ``prompts/get`` are its slash commands, through
+  ``list_commands`` and ``invoke_command``: a ``prompt`` (or ``insert``)
+  action becomes a user message, a ``display`` an assistant text;
+- an ``extension_state`` push that changes the tools (or the commands) is
+  announced with ``notifications/tools/list_changed``
+  (``notifications/prompts/list_changed``).
+
+stdout is the MCP stream: nothing else is written to it. This module imports
+``mcp``; ``zot`` imports it only when ``zot mcp`` runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import mcp.types as mt
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from . import __version__
+from .client import Client, ZotdError, connect
+from .protocol import agent as ap
+from .protocol.extension import ImageBlock, TextBlock
+
+#: The one argument of every prompt: what a user would type after ``/NAME``.
+ARGS = "args"
+
+
+def _log(message: str) -> None:
+    print(f"zot mcp: {message}", file=sys.stderr, flush=True)
+
+
+def tool_of(info: ap.ToolInfo) -> mt.Tool:
+    """An MCP tool from a zot tool (a schema that is not an object becomes ``{"type": "object"}``)."""
+    schema: dict[str, Any] = dict(info.schema) if isinstance(info.schema, dict) else {}
+    schema.setdefault("type", "object")
+    return mt.Tool(name=info.name, description=info.description, input_schema=schema)
+
+
+def prompt_of(info: ap.CommandInfo) -> mt.Prompt:
+    """An MCP prompt from a slash command; its one optional argument is the command line."""
+    return mt.Prompt(
+        name=info.name,
+        description=info.description,
+        arguments=[
+            mt.PromptArgument(name=ARGS, description=f"what follows /{info.name}", required=False)
+        ],
+    )
+
+
+def content_of(block: object) -> mt.TextContent | mt.ImageContent:
+    """An MCP content item from a zot content block."""
+    if isinstance(block, ImageBlock):
+        return mt.ImageContent(type="image", data=block.data, mime_type=block.mime_type)
+    if isinstance(block, TextBlock):
+        return mt.TextContent(type="text", text=block.text)
+    return mt.TextContent(type="text", text=str(block))
+
+
+def prompt_result(name: str, res: ap.InvokeData) -> mt.GetPromptResult:
+    """What ``invoke_command`` answered, as a prompt: messages for the host to use.
+
+    Raises:
+        MCPError: the extension reported an error.
+    """
+    if res.error:
+        raise MCPError(code=mt.INTERNAL_ERROR, message=f"/{name} failed: {res.error}")
+    text = mt.TextContent(type="text", text="")
+    role: Literal["user", "assistant"]
+    if res.action == "prompt":
+        text.text = res.prompt
+        role = "user"
+    elif res.action == "insert":
+        text.text = res.insert
+        role = "user"
+    elif res.action == "display":
+        text.text = res.display
+        role = "assistant"
+    else:
+        return mt.GetPromptResult(description=f"/{name} ({res.action})", messages=[])
+    return mt.GetPromptResult(
+        description=f"/{name} ({res.action})",
+        messages=[mt.PromptMessage(role=role, content=text)],
+    )
+
+
+class Bridge:
+    """The MCP handlers over one zotd client, and the watcher of its push frames."""
+
+    def __init__(self, zot: Client) -> None:
+        self.zot = zot
+        #: The MCP session, once the host said ``notifications/initialized``.
+        self.session: ServerSession | None = None
+        self._tools: list[mt.Tool] | None = None
+        self._prompts: list[mt.Prompt] | None = None
+
+    def server(self) -> Server[Any]:
+        server: Server[Any] = Server(
+            "zot",
+            version=__version__,
+            instructions="Tools and slash commands (as prompts) of zot extensions, served by zotd.",
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+            on_list_prompts=self.list_prompts,
+            on_get_prompt=self.get_prompt,
+        )
+        server.middleware.append(self._capture)
+        return server
+
+    def options(self, server: Server[Any]) -> Any:
+        return server.create_initialization_options(
+            NotificationOptions(tools_changed=True, prompts_changed=True)
+        )
+
+    async def _capture(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized" and self.session is None:
+            self.session = ctx.session
+        return result
+
+    # --- handlers -----------------------------------------------------------------
+
+    async def _fetch_tools(self) -> list[mt.Tool]:
+        return [tool_of(t) for t in await self._zot(self.zot.list_tools())]
+
+    async def _fetch_prompts(self) -> list[mt.Prompt]:
+        return [prompt_of(c) for c in await self._zot(self.zot.list_commands())]
+
+    async def _zot(self, request: Any) -> Any:
+        try:
+            return await request
+        except ZotdError as exc:
+            raise MCPError(code=mt.INTERNAL_ERROR, message=f"zotd: {exc.message}") from None
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        self._tools = await self._fetch_tools()
+        return mt.ListToolsResult(tools=self._tools)
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        try:
+            res = await self.zot.call_tool(params.name, params.arguments or {})
+        except ZotdError as exc:
+            # Unknown tools, timeouts, crashed extensions: the model sees why.
+            return mt.CallToolResult(
+                content=[mt.TextContent(type="text", text=exc.message)], is_error=True
+            )
+        return mt.CallToolResult(
+            content=[content_of(b) for b in res.content], is_error=res.is_error
+        )
+
+    async def list_prompts(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListPromptsResult:
+        self._prompts = await self._fetch_prompts()
+        return mt.ListPromptsResult(prompts=self._prompts)
+
+    async def get_prompt(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.GetPromptRequestParams
+    ) -> mt.GetPromptResult:
+        args = (params.arguments or {}).get(ARGS, "")
+        try:
+            res = await self.zot.invoke_command(params.name, args)
+        except ZotdError as exc:
+            code = (
+                mt.INVALID_PARAMS if exc.code == ap.ErrorCode.UNKNOWN_COMMAND else mt.INTERNAL_ERROR
+            )
+            raise MCPError(code=code, message=f"/{params.name}: {exc.message}") from None
+        return prompt_result(params.name, res)
+
+    # --- changes ------------------------------------------------------------------
+
+    async def watch(self) -> None:
+        """Announces changed tools and prompts until zotd closes the connection."""
+        await self.zot.subscribe()
+        self._tools = await self._fetch_tools()
+        self._prompts = await self._fetch_prompts()
+        async for frame in self.zot.notifications():
+            if not isinstance(frame, ap.ExtensionStatePush):
+                continue
+            try:
+                tools, prompts = await self._fetch_tools(), await self._fetch_prompts()
+            except MCPError as exc:
+                _log(exc.error.message)
+                continue
+            tools_changed, self._tools = tools != self._tools, tools
+            prompts_changed, self._prompts = prompts != self._prompts, prompts
+            if self.session is None:
+                continue  # the host lists them after its handshake anyway
+            if tools_changed:
+                await self.session.send_tool_list_changed()
+            if prompts_changed:
+                await self.session.send_prompt_list_changed()
+
+
+async def serve(
+    *,
+    socket: Path,
+    cwd: Path | None = None,
+    token: str | None = None,
+    start: bool | None = None,
+) -> int:
+    """Serves the workspace of ``cwd`` over stdio until the host closes stdin (0) or
+    zotd goes away (1). Starts the daemon if none runs, unless ``start=False``."""
+    try:
+        async with connect(
+            socket,
+            cwd=cwd or Path(os.getcwd()),
+            client=f"zot-mcp/{__version__}",
+            token=token,
+            start=start,
+        ) as zot:
+            bridge = Bridge(zot)
+            server = bridge.server()
+            lost = False
+            async with stdio_server() as (read, write), anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    nonlocal lost
+                    try:
+                        await bridge.watch()
+                    except ZotdError as exc:
+                        _log(exc.message)
+                    except MCPError as exc:
+                        _log(exc.error.message)
+                    lost = True
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                await server.run(read, write, bridge.options(server))
+                tg.cancel_scope.cancel()
+            if lost:
+                _log("zotd closed the connection")
+                return 1
+            return 0
+    except ZotdError as exc:
+        hint = " (pass --token or set ZOTD_TOKEN)" if exc.code == "unauthorized" else ""
+        _log(f"{exc.message}{hint}")
+        return 1
