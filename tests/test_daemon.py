@@ -68,7 +68,28 @@ async def test_hello_ack_carries_workspace_facts(
         "provider": "anthropic",
         "model": "opus",
         "cwd": str(project),
+        # Beyond the reference, as newer zot sends them:
+        "extension_dir": str(paths.extensions_dir / "obs"),
+        "data_dir": str(paths.home / "data" / "obs"),
     }
+    data = paths.home / "data" / "obs"
+    assert data.is_dir()
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+
+
+async def test_data_dir_survives_a_reinstall(
+    start_daemon: StartDaemon, paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    source = add_extension(short_tmp / "src", "keep", "--tools", "echo")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        await zot.ext_install(str(source))
+        (paths.home / "data" / "keep" / "state.json").write_text("{}")
+        await zot.ext_remove("keep")
+        assert (paths.home / "data" / "keep" / "state.json").exists()
+        await zot.ext_install(str(source))
+        assert [e.state for e in await zot.list_extensions()] == ["ready"]
+    assert (paths.home / "data" / "keep" / "state.json").read_text() == "{}"
 
 
 async def test_command_actions(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:

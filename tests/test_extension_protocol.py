@@ -439,6 +439,21 @@ def test_encode_hello_ack_matches_the_reference() -> None:
     }
 
 
+def test_hello_ack_beyond_the_reference_carries_the_extensions_dirs() -> None:
+    frame = ep.HelloAck(
+        protocol_version=1,
+        zot_version="0.1.0",
+        provider="",
+        model="",
+        cwd="/p",
+        extension_dir="/h/extensions/x",
+        data_dir="/h/data/x",
+    )
+    decoded = json.loads(ep.encode(frame))
+    assert (decoded["extension_dir"], decoded["data_dir"]) == ("/h/extensions/x", "/h/data/x")
+    assert ep.decode_host_frame(ep.encode(frame)) == frame
+
+
 def test_encode_shutdown() -> None:
     assert ep.encode(ep.Shutdown()) == b'{"type":"shutdown"}\n'
 

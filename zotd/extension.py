@@ -119,7 +119,7 @@ RUNNING = frozenset({State.STARTING, State.READY})
 class Host(Protocol):
     """What an extension reports to, and asks of, its workspace."""
 
-    def hello_ack(self) -> ep.HelloAck: ...
+    def hello_ack(self, ext: Extension) -> ep.HelloAck: ...
 
     def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None: ...
 
@@ -637,7 +637,7 @@ class Extension:
             )
         else:
             self._hello.set()
-            self.send_nowait(ep.encode(self._host.hello_ack()))
+            self.send_nowait(ep.encode(self._host.hello_ack(self)))
 
     def _on_reply(self, frame: Reply) -> None:
         # Answered: the slot goes (an awaited request's `finally` pops it too).

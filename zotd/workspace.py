@@ -303,14 +303,28 @@ class Workspace:
 
     # --- Host: what extensions report ---------------------------------------------
 
-    def hello_ack(self) -> ep.HelloAck:
+    def hello_ack(self, ext: Extension) -> ep.HelloAck:
         return ep.HelloAck(
             protocol_version=EXTENSION_PROTOCOL_VERSION,
             zot_version=__version__,
             provider=self.provider,
             model=self.model,
             cwd=str(self.root),
+            extension_dir=str(ext.found.dir),
+            data_dir=self._data_dir(ext.name),
         )
+
+    def _data_dir(self, name: str) -> str:
+        # Beside the installed extensions, not inside one: it survives a
+        # reinstall or an upgrade. "" if it cannot be made (the extension
+        # then has none, and says so if it needs one).
+        path = self._ctx.paths.home / "data" / name
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("cannot make the data directory %s: %s", path, exc)
+            return ""
+        return str(path)
 
     def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None:
         return self.registry.add_command(ext.name, frame.name, frame.description)

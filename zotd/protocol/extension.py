@@ -154,14 +154,21 @@ ExtensionFrame = (
 # --- host -> extension --------------------------------------------------------
 
 
-class HelloAck(_Frame, tag="hello_ack"):
-    """Sent right after :class:`Hello`."""
+class HelloAck(_Frame, tag="hello_ack", omit_defaults=True):
+    """Sent right after :class:`Hello`.
+
+    ``extension_dir`` (where its manifest lives) and ``data_dir`` (its state
+    directory, ``$ZOT_HOME/data/<name>``, kept across reinstalls) go beyond
+    the reference, as newer zot sends them; older hosts leave them out.
+    """
 
     protocol_version: int
     zot_version: str
     provider: str
     model: str
     cwd: str
+    extension_dir: str = ""
+    data_dir: str = ""
 
 
 class CommandInvoked(_Frame, tag="command_invoked"):

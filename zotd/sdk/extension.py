@@ -168,8 +168,11 @@ class Extension:
     @property
     def data_dir(self) -> Path:
         """A directory for this extension's state that survives reinstalls and
-        upgrades: ``$ZOT_HOME/data/<name>`` (zotd always sets ``ZOT_HOME``;
-        without it, zot's default home), created (mode 0700) on first use."""
+        upgrades: the ``data_dir`` of ``hello_ack`` when the host sends one,
+        else ``$ZOT_HOME/data/<name>`` (without ``ZOT_HOME``, zot's default
+        home), created (mode 0700) on first use."""
+        if self.host is not None and self.host.data_dir:
+            return Path(self.host.data_dir)  # the host made it
         home = os.environ.get("ZOT_HOME")
         root = Path(home) if home else platformdirs.user_state_path("zot")
         path = root / "data" / self.name
