@@ -403,6 +403,14 @@ class Extension:
         """Requests sent to it and not yet answered, failed or withdrawn."""
         return len(self._pending)
 
+    def _next_request(self) -> tuple[Outbox, str]:
+        """Its stdin's outbox and a new request id; ``RequestError`` if not running."""
+        outbox = self._outbox
+        if not self.running or outbox is None:
+            raise extension_failed(f"extension {self.name!r} is {self.state}")
+        self._next_id += 1
+        return outbox, str(self._next_id)
+
     async def request(self, make: Callable[[str], bytes], expect: type[R]) -> R:
         """Sends the frame ``make(id)`` and waits for the reply with that id.
 
@@ -413,11 +421,7 @@ class Extension:
             RequestError: the extension is not running, ends before replying,
                 or replies with a malformed or mismatched frame.
         """
-        outbox = self._outbox
-        if not self.running or outbox is None:
-            raise extension_failed(f"extension {self.name!r} is {self.state}")
-        self._next_id += 1
-        rid = str(self._next_id)
+        outbox, rid = self._next_request()
         slot = _Pending(expect)
         self._pending[rid] = slot
         try:
@@ -462,11 +466,7 @@ class Extension:
         is no longer wanted. Raises :class:`RequestError` if the extension is
         not running.
         """
-        outbox = self._outbox
-        if not self.running or outbox is None:
-            raise extension_failed(f"extension {self.name!r} is {self.state}")
-        self._next_id += 1
-        rid = str(self._next_id)
+        outbox, rid = self._next_request()
         try:
             outbox.put_nowait(make(rid), alone=alone and not self._pending, force=True)
         except trio.BrokenResourceError:

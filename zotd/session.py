@@ -245,16 +245,9 @@ class ClientSession:
             self._calls[key] = self.workspace.start_call(
                 req.name, req.args, req.timeout_s, done, alone=alone
             )
-        except RequestError as exc:
-            del self._calls[key]
-            self._reply(ap.fail(req.id, "call_tool", exc.code, exc.message))
-            self._request_done()
         except Exception as exc:
-            log.exception("client %d: call_tool failed", self.number)
             del self._calls[key]
-            self._reply(
-                ap.fail(req.id, "call_tool", Code.INTERNAL, f"internal error in zotd: {exc!r}")
-            )
+            self._reply(self._failure(req.id, "call_tool", exc))
             self._request_done()
 
     def _call_done(self, key: int, rid: ap.Id, outcome: ap.CallData | RequestError) -> None:
@@ -262,14 +255,11 @@ class ClientSession:
             return  # withdrawn
         try:
             if isinstance(outcome, RequestError):
-                self._reply(ap.fail(rid, "call_tool", outcome.code, outcome.message))
+                self._reply(self._failure(rid, "call_tool", outcome))
             else:
                 self._reply(ap.ok(rid, "call_tool", outcome))
         except Exception as exc:  # runs in an extension's reader: never let it fail
-            log.exception("client %d: call_tool failed", self.number)
-            self._reply(
-                ap.fail(rid, "call_tool", Code.INTERNAL, f"internal error in zotd: {exc!r}")
-            )
+            self._reply(self._failure(rid, "call_tool", exc))
         finally:
             self._request_done()
 
@@ -299,11 +289,16 @@ class ClientSession:
     async def _answer(self, req: ap.Request, command: str, line: bytes) -> bytes:
         try:
             return ap.ok(req.id, command, await self._dispatch(req, line))
-        except RequestError as exc:
-            return ap.fail(req.id, command, exc.code, exc.message)
         except Exception as exc:
-            log.exception("client %d: %s failed", self.number, command)
-            return ap.fail(req.id, command, Code.INTERNAL, f"internal error in zotd: {exc!r}")
+            return self._failure(req.id, command, exc)
+
+    def _failure(self, rid: ap.Id, command: str, exc: Exception) -> bytes:
+        """The failed reply for ``exc``: its own code for a ``RequestError``,
+        ``internal`` (and a logged traceback) for anything else."""
+        if isinstance(exc, RequestError):
+            return ap.fail(rid, command, exc.code, exc.message)
+        log.exception("client %d: %s failed", self.number, command)
+        return ap.fail(rid, command, Code.INTERNAL, f"internal error in zotd: {exc!r}")
 
     async def _dispatch(self, req: ap.Request, line: bytes) -> msgspec.Struct:
         ws = self.workspace
