@@ -26,8 +26,9 @@ from .frames import FrameDecoder, UnknownFrame, tags_of
 #: Lifecycle events of the reference ("subscribe").
 EVENTS = frozenset({"session_start", "turn_start", "turn_end", "tool_call", "assistant_message"})
 
-#: Events that may be intercepted in this version of the protocol.
-INTERCEPTABLE = frozenset({"tool_call"})
+#: Events that may be intercepted. The reference intercepts only ``tool_call``;
+#: newer zot also ``turn_start`` and ``assistant_message``.
+INTERCEPTABLE = frozenset({"tool_call", "turn_start", "assistant_message"})
 
 #: Values of ``command_response.action``.
 ACTIONS = frozenset({"prompt", "insert", "display", "noop"})
@@ -109,15 +110,36 @@ class Subscribe(_Frame, tag="subscribe"):
 
 
 class EventInterceptResponse(_Frame, tag="event_intercept_response"):
-    """Reply to :class:`EventIntercept`; ``block`` refuses the action."""
+    """Reply to :class:`EventIntercept`; ``block`` refuses the action.
+
+    Beyond the reference: ``modified_args`` rewrites a ``tool_call``'s
+    arguments (empty or ``null``: unchanged), ``replace_text`` an
+    ``assistant_message``'s text as the user sees it (``""``: unchanged).
+    """
 
     id: Id
     block: bool = False
     reason: str = ""
+    modified_args: msgspec.Raw = msgspec.Raw()
+    replace_text: str = ""
+
+    def rewrites_args(self) -> bool:
+        """Whether ``modified_args`` holds a value (not absent, not ``null``)."""
+        return bool(self.modified_args) and bytes(self.modified_args).strip() != b"null"
+
+
+class PanelSpec(msgspec.Struct, gc=False):
+    """A panel an extension opens from a :class:`CommandResponse` (beyond the reference)."""
+
+    id: str
+    title: str = ""
+    lines: list[str] = []
+    footer: str = ""
 
 
 class CommandResponse(_Frame, tag="command_response"):
-    """Reply to :class:`CommandInvoked`. ``action`` is one of :data:`ACTIONS`."""
+    """Reply to :class:`CommandInvoked`. ``action`` is one of :data:`ACTIONS`;
+    ``open_panel`` (beyond the reference) opens a panel for the user."""
 
     id: Id
     action: str = "noop"
@@ -125,6 +147,31 @@ class CommandResponse(_Frame, tag="command_response"):
     insert: str = ""
     display: str = ""
     error: str = ""
+    open_panel: PanelSpec | None = None
+
+
+class PanelRender(_Frame, tag="panel_render"):
+    """Redraws an open panel (beyond the reference)."""
+
+    panel_id: str
+    title: str = ""
+    lines: list[str] = []
+    footer: str = ""
+
+
+class PanelClose(_Frame, tag="panel_close"):
+    """Closes a panel; either side may send it (beyond the reference)."""
+
+    panel_id: str
+
+
+class ToolProgress(_Frame, tag="tool_progress"):
+    """How far a pending :class:`ToolCall` has got (beyond the reference)."""
+
+    id: Id
+    message: str = ""
+    progress: float | None = None
+    total: float | None = None
 
 
 class Notify(_Frame, tag="notify"):
@@ -149,6 +196,9 @@ ExtensionFrame = (
     | CommandResponse
     | Notify
     | ShutdownAck
+    | PanelRender
+    | PanelClose
+    | ToolProgress
 )
 
 # --- host -> extension --------------------------------------------------------
@@ -207,13 +257,48 @@ class EventIntercept(_Frame, tag="event_intercept"):
     tool_id: str | None = None
     tool_name: str | None = None
     tool_args: Any = None
+    step: int | None = None
+    text: str | None = None
+
+
+class PanelKey(_Frame, tag="panel_key", omit_defaults=True):
+    """A key the user pressed in a panel (beyond the reference)."""
+
+    panel_id: str
+    key: str
+    text: str = ""
+
+
+class PanelResize(_Frame, tag="panel_resize"):
+    """The panel's new size in cells (beyond the reference)."""
+
+    panel_id: str
+    width: int
+    height: int
+
+
+class Cancel(_Frame, tag="cancel"):
+    """The host no longer waits for the reply to request ``id`` (beyond the reference)."""
+
+    id: str
 
 
 class Shutdown(_Frame, tag="shutdown"):
     """Asks the extension to reply with :class:`ShutdownAck` and exit."""
 
 
-HostFrame = HelloAck | CommandInvoked | ToolCall | LifecycleEvent | EventIntercept | Shutdown
+HostFrame = (
+    HelloAck
+    | CommandInvoked
+    | ToolCall
+    | LifecycleEvent
+    | EventIntercept
+    | PanelKey
+    | PanelResize
+    | PanelClose
+    | Cancel
+    | Shutdown
+)
 
 # --- encode / decode ----------------------------------------------------------
 
@@ -232,10 +317,25 @@ _extension_decoder: FrameDecoder[ExtensionFrame] = FrameDecoder(
         CommandResponse,
         Notify,
         ShutdownAck,
+        PanelRender,
+        PanelClose,
+        ToolProgress,
     ),
 )
 _host_decoder: FrameDecoder[HostFrame] = FrameDecoder(
-    HostFrame, tags_of(HelloAck, CommandInvoked, ToolCall, LifecycleEvent, EventIntercept, Shutdown)
+    HostFrame,
+    tags_of(
+        HelloAck,
+        CommandInvoked,
+        ToolCall,
+        LifecycleEvent,
+        EventIntercept,
+        PanelKey,
+        PanelResize,
+        PanelClose,
+        Cancel,
+        Shutdown,
+    ),
 )
 
 
