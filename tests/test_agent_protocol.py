@@ -260,7 +260,14 @@ def test_ok_has_no_error_key() -> None:
 
 def test_ok_keeps_default_valued_data_fields() -> None:
     reply = json.loads(ap.ok(1, "intercept", ap.InterceptData(block=False)))
-    assert reply["data"] == {"block": False, "reason": "", "extension": ""}
+    assert reply["data"] == {
+        "block": False,
+        "reason": "",
+        "extension": "",
+        "args": None,
+        "text": None,
+        "rewritten_by": [],
+    }
 
 
 def test_fail_exact_json() -> None:

@@ -448,6 +448,7 @@ def test_zot_run(cli: Cli, ext_dir: Path) -> None:
         "insert": "",
         "display": "",
         "error": "",
+        "open_panel": None,
     }
 
 

@@ -147,7 +147,7 @@ async def test_intercept_silence_is_allow_after_5s(
     ws, _ = await open_workspace(nursery, paths, project, behaviours)
     await ws.wait_settled()
     start = trio.current_time()
-    verdict = await ws.intercept({"event": Raw(b'"tool_call"')})
+    verdict = await ws.intercept("tool_call", {})
     assert not verdict.block
     assert elapsed(start) == 5
 
@@ -163,7 +163,7 @@ async def test_intercept_first_block_wins_without_waiting(
     ws, _ = await open_workspace(nursery, paths, project, behaviours)
     await ws.wait_settled()
     start = trio.current_time()
-    verdict = await ws.intercept({"event": Raw(b'"tool_call"')})
+    verdict = await ws.intercept("tool_call", {})
     assert (verdict.block, verdict.extension, verdict.reason) == (True, "early", "early")
     assert elapsed(start) == 1
 
@@ -174,7 +174,7 @@ async def test_no_guards_allows_at_once(
     ws, _ = await open_workspace(nursery, paths, project, {"m": mute("m")})
     await ws.wait_settled()
     start = trio.current_time()
-    assert not (await ws.intercept({})).block
+    assert not (await ws.intercept("tool_call", {})).block
     assert elapsed(start) == 0
 
 
@@ -347,7 +347,7 @@ async def test_correlation_ids_count_per_extension(
     await ws.wait_settled()
     for _ in range(2):
         await ws.call_tool("ta", Raw(b"{}"), None)
-        await ws.intercept({})
+        await ws.intercept("tool_call", {})
     await ws.call_tool("tb", Raw(b"{}"), None)
     assert seen == {"a": ["1", "2", "3", "4"], "b": ["1", "2", "3"]}
 

@@ -407,7 +407,14 @@ class Fuzzer:
             data = {"delivered": []}
         elif kind == 2:
             obj = {"type": "intercept", "tool_name": "bash", "tool_args": {"c": self.plain_value()}}
-            data = {"block": False, "reason": "", "extension": ""}
+            data = {
+                "block": False,
+                "reason": "",
+                "extension": "",
+                "args": None,
+                "text": None,
+                "rewritten_by": [],
+            }
         else:
             obj = {"type": "ping"}
             data = {"pong": True}
@@ -652,7 +659,7 @@ async def test_a_chaotic_extension_disturbs_nobody(
 
         # Once the flood is over, a stray reply is noted again, and both tools
         # answer as before.
-        strays = log.read_text(errors="replace").count("no such call pending")
+        strays = log.read_text(errors="replace").count("no such request pending")
         with trio.fail_after(5):
             for i in itertools.count():
                 rid = f"twice-{i}"
@@ -664,7 +671,7 @@ async def test_a_chaotic_extension_disturbs_nobody(
                 reply = await chaos_reader.reply_to(rid)
                 assert reply["success"] is True, reply
                 await trio.sleep(0.2)
-                if log.read_text(errors="replace").count("no such call pending") > strays:
+                if log.read_text(errors="replace").count("no such request pending") > strays:
                     break
         await call_echo(good_stream, good_reader, "after", "fine")
 

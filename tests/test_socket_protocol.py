@@ -221,9 +221,12 @@ async def test_bad_arguments_of_known_requests(
             {"id": 10, "type": "call_tool", "name": "echo", "args": {}, "timeout_s": 0}
         )
         assert reply == failed(10, "call_tool", "bad_request", "`timeout_s` must be positive")
-        reply = await c.request({"id": 11, "type": "intercept", "event": "turn_start"})
+        reply = await c.request({"id": 11, "type": "intercept", "event": "turn_end"})
         assert reply == failed(
-            11, "intercept", "bad_request", "cannot intercept 'turn_start': only tool_call"
+            11,
+            "intercept",
+            "bad_request",
+            "cannot intercept 'turn_end': only assistant_message, tool_call, turn_start",
         )
         reply = await c.request({"id": 12, "type": "invoke_command", "name": "nope"})
         assert reply == failed(
@@ -257,7 +260,7 @@ async def test_push_frames_on_the_wire(
         assert lines == {
             b'{"type":"notify","extension":"n","level":"warn","message":"told: hi"}',
             b'{"type":"response","id":3,"command":"invoke_command","success":true,'
-            b'"data":{"extension":"n","action":"noop","prompt":"","insert":"","display":"","error":""}}',
+            b'"data":{"extension":"n","action":"noop","prompt":"","insert":"","display":"","error":"","open_panel":null}}',
         }
         # The unsubscribed connection got nothing but its own replies.
         assert await quiet.request({"id": 9, "type": "ping"}) == ok(9, "ping", {"pong": True})

@@ -13,10 +13,11 @@ a failed reply raises :class:`ZotdError` with the protocol's error ``code``.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +32,8 @@ from . import AGENT_PROTOCOL_VERSION, autostart
 from .paths import Paths, check_socket_path
 from .protocol import agent as ap
 from .protocol.lines import LineSplitter, Oversized
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import trio
@@ -172,6 +175,8 @@ class Client:
         self._sock: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
         self._ids = itertools.count(1)
         self._pending: dict[int, _Slot | _TrioSlot] = {}
+        #: ``on_progress`` callbacks of the tool calls in flight, by request id.
+        self._progress: dict[int, Callable[[ap.ToolProgressPush], object]] = {}
         self._slot: type[_Slot | _TrioSlot] = _TrioSlot if _on_trio() else _Slot
         self._queue: list[bytes] = []
         self._writing = False
@@ -245,6 +250,14 @@ class Client:
                 slot.reply = frame
                 slot.wake()
             return
+        if type(frame) is ap.ToolProgressPush and isinstance(frame.request_id, int):
+            on_progress = self._progress.get(frame.request_id)
+            if on_progress is not None:
+                try:
+                    on_progress(frame)
+                except Exception:  # the caller's bug must not stop the connection
+                    log.exception("an on_progress callback failed")
+                return
         try:
             self._push_send.send_nowait(frame)
         except anyio.WouldBlock:
@@ -295,7 +308,12 @@ class Client:
             except BlockingIOError:
                 await anyio.wait_writable(sock)
 
-    async def _call(self, type: str, fields: dict[str, Any]) -> ap.RawResponse:
+    async def _call(
+        self,
+        type: str,
+        fields: dict[str, Any],
+        progress: Callable[[ap.ToolProgressPush], object] | None = None,
+    ) -> ap.RawResponse:
         if self._lost is not None:
             raise ZotdError("connection_lost", self._lost)
         rid = next(self._ids)
@@ -310,11 +328,15 @@ class Client:
             )
         slot = self._slot()
         self._pending[rid] = slot
+        if progress is not None:
+            self._progress[rid] = progress
         try:
             self._send(line)
             await slot.wait()
         finally:
             del self._pending[rid]
+            if progress is not None:
+                del self._progress[rid]
         reply = slot.reply
         if reply is None:
             raise ZotdError("connection_lost", self._lost or "no reply")
@@ -391,9 +413,19 @@ class Client:
         )
 
     async def call_tool(
-        self, name: str, args: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
+        self,
+        name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        timeout_s: float | None = None,
+        on_progress: Callable[[ap.ToolProgressPush], object] | None = None,
     ) -> ap.CallData:
-        """Calls a tool with a JSON object of arguments."""
+        """Calls a tool with a JSON object of arguments.
+
+        ``on_progress`` is called (in the task reading the connection: keep it
+        quick) with each ``tool_progress`` frame the tool sends; without it,
+        they go to :meth:`notifications`.
+        """
         # The hot path: no **kwargs, no copy of a dict, one decode.
         fields: dict[str, Any] = {
             "name": name,
@@ -401,7 +433,7 @@ class Client:
         }
         if timeout_s is not None:
             fields["timeout_s"] = timeout_s
-        reply = await self._call("call_tool", fields)
+        reply = await self._call("call_tool", fields, on_progress)
         return _decode_as(ap.CallData, reply.data, "call_tool")
 
     async def emit_event(self, event: str, **payload: Any) -> list[str]:
@@ -411,15 +443,35 @@ class Client:
     async def intercept(
         self, tool_name: str, tool_args: Mapping[str, Any] | None = None, *, tool_id: str = ""
     ) -> ap.InterceptData:
-        """Asks the guards whether a tool call may run."""
-        return await self._typed(
-            ap.InterceptData,
-            "intercept",
-            event="tool_call",
-            tool_id=tool_id,
-            tool_name=tool_name,
-            tool_args=dict(tool_args or {}),
+        """Asks the guards whether a tool call may run; ``args`` of the reply
+        holds the arguments to run it with if a guard rewrote them."""
+        return await self.intercept_event(
+            "tool_call", tool_id=tool_id, tool_name=tool_name, tool_args=dict(tool_args or {})
         )
+
+    async def intercept_event(self, event: str, **payload: Any) -> ap.InterceptData:
+        """Asks the guards whether an event may go ahead: ``tool_call``,
+        ``turn_start`` (``step=``) or ``assistant_message`` (``text=``; the
+        reply's ``text`` is what to show the user if a guard replaced it)."""
+        return await self._typed(ap.InterceptData, "intercept", event=event, **payload)
+
+    async def panel_key(
+        self, panel_id: str, key: str, *, text: str = "", extension: str = ""
+    ) -> None:
+        """Sends a key pressed in a panel this connection opened."""
+        await self.request("panel_key", panel_id=panel_id, key=key, text=text, extension=extension)
+
+    async def panel_resize(
+        self, panel_id: str, width: int, height: int, *, extension: str = ""
+    ) -> None:
+        """Tells a panel's extension the panel's size, in cells."""
+        await self.request(
+            "panel_resize", panel_id=panel_id, width=width, height=height, extension=extension
+        )
+
+    async def panel_close(self, panel_id: str, *, extension: str = "") -> None:
+        """Closes a panel this connection opened."""
+        await self.request("panel_close", panel_id=panel_id, extension=extension)
 
     async def subscribe(self, notifications: bool = True) -> None:
         """Turns push frames on (see :meth:`notifications`)."""
@@ -459,9 +511,13 @@ class Client:
         await self.request("shutdown")
 
     def notifications(self) -> AsyncIterator[ap.Push]:
-        """Push frames (``notify``, ``extension_state``) until the connection closes.
+        """Push frames until the connection closes: ``notify`` and
+        ``extension_state`` (after :meth:`subscribe`), and those meant for
+        this connection alone, subscribed or not: ``panel_render`` and
+        ``panel_close`` of the panels its commands opened, and
+        ``tool_progress`` of its calls made without ``on_progress``.
 
-        Call :meth:`subscribe` first. Iterate it with ``async for``.
+        Iterate it with ``async for``.
         """
         return self._push_recv
 

@@ -71,6 +71,9 @@ class ExtensionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     """Settings for one extension (``[extensions.<name>]``)."""
 
     restart: RestartOverride | None = None
+    #: Where its verdicts count among the guards of an event (lower first);
+    #: overrides the manifest's ``priority``.
+    priority: int | None = None
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -121,6 +124,14 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     restart: RestartPolicy = RestartPolicy()
     #: Per-extension settings, by extension name.
     extensions: dict[str, ExtensionSettings] = msgspec.field(default_factory=dict)
+
+    def priority_for(self, name: str, manifest_priority: int) -> int:
+        """Guard priority of extension ``name``: its ``[extensions.<name>]``
+        setting, else its manifest's."""
+        settings = self.extensions.get(name)
+        if settings is not None and settings.priority is not None:
+            return settings.priority
+        return manifest_priority
 
     def restart_for(self, name: str) -> RestartPolicy:
         """The restart policy of extension ``name``: ``[restart]`` with its overrides."""

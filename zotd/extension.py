@@ -127,6 +127,8 @@ class Host(Protocol):
 
     def on_notify(self, ext: Extension, frame: ep.Notify) -> None: ...
 
+    def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None: ...
+
     def on_changed(self, ext: Extension) -> None: ...
 
     def on_exit(self, ext: Extension) -> None: ...
@@ -139,7 +141,7 @@ class _Pending:
     on the path of every call.
     """
 
-    __slots__ = ("callback", "deadline", "expect", "outcome", "task")
+    __slots__ = ("callback", "deadline", "expect", "outcome", "progress", "task")
 
     def __init__(
         self, expect: type[Reply], callback: Callable[[Reply | RequestError], None] | None = None
@@ -151,6 +153,8 @@ class _Pending:
         self.callback = callback
         #: When the expiry task fails it with ``timeout`` (``Extension.ask``).
         self.deadline = math.inf
+        #: Called with each ``tool_progress`` frame for this request, if set.
+        self.progress: Callable[[ep.ToolProgress], None] | None = None
 
     def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
         """Delivers the reply (or the error); later calls do nothing."""
@@ -222,6 +226,11 @@ class Extension:
         self.restart_reason = ""
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
+        #: What its ``hello`` says it can do (informational).
+        self.capabilities: list[str] = []
+        #: Replies that came for no pending request (after a ``cancel``, or
+        #: after the host stopped waiting): dropped, and counted here.
+        self.late_replies = 0
         #: Set once the extension is ready, has failed, exited or is disabled, or
         #: its ready grace has passed (an agent's ``hello`` waits for this).
         self.settled = trio.Event()
@@ -433,7 +442,7 @@ class Extension:
                 ) from None
             outcome = await slot.wait()
         finally:
-            self._pending.pop(rid, None)
+            self.withdraw(rid)
         if isinstance(outcome, RequestError):
             raise outcome
         assert isinstance(outcome, expect)
@@ -447,6 +456,7 @@ class Extension:
         *,
         timeout: float | None = None,
         alone: bool = True,
+        progress: Callable[[ep.ToolProgress], None] | None = None,
     ) -> str:
         """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
         reply (or the error) from the task that reads it.
@@ -461,6 +471,7 @@ class Extension:
 
         ``alone=False`` says more requests follow at once: the frame is queued
         for the writer to send with them, not written on its own.
+        ``progress`` gets the ``tool_progress`` frames sent for the request.
 
         Returns the request's id: pass it to :meth:`withdraw` when the answer
         is no longer wanted. Raises :class:`RequestError` if the extension is
@@ -472,6 +483,7 @@ class Extension:
         except trio.BrokenResourceError:
             raise extension_failed(f"extension {self.name!r} stopped reading its stdin") from None
         slot = _Pending(expect, callback)  # type: ignore[arg-type]
+        slot.progress = progress
         if timeout is not None:
             slot.deadline = deadline = trio.current_time() + timeout
             if deadline < self._next_expiry:
@@ -494,14 +506,23 @@ class Extension:
             for rid, slot in list(self._pending.items()):
                 if slot.deadline <= now:
                     del self._pending[rid]
+                    self._cancel(rid)
                     slot.resolve(None, RequestError(ErrorCode.TIMEOUT, "no reply in time"))
                 else:
                     soonest = min(soonest, slot.deadline)
             self._next_expiry = soonest
 
     def withdraw(self, rid: str) -> None:
-        """Forgets a request made with :meth:`ask`; a late reply is logged and dropped."""
-        self._pending.pop(rid, None)
+        """Forgets a request; if it was still unanswered, tells the extension
+        with a ``cancel`` frame. A reply that comes later is dropped and counted."""
+        if self._pending.pop(rid, None) is not None:
+            self._cancel(rid)
+
+    def _cancel(self, rid: str) -> None:
+        # Extensions that do not know `cancel` ignore it, as the reference's
+        # examples ignore every frame they do not know.
+        if self.running:
+            self.send_nowait(ep.encode(ep.Cancel(id=rid)))
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
@@ -610,6 +631,10 @@ class Extension:
         elif isinstance(frame, ep.Notify):
             if self._noisy():
                 self._host.on_notify(self, frame)
+        elif isinstance(frame, ep.ToolProgress):
+            self._on_progress(frame)
+        elif isinstance(frame, ep.PanelRender | ep.PanelClose):
+            self._host.on_panel(self, frame)
         elif isinstance(frame, ep.RegisterCommand):
             self._report_shadow(self._host.on_register_command(self, frame))
         elif isinstance(frame, ep.RegisterTool):
@@ -637,6 +662,7 @@ class Extension:
             )
         else:
             self._hello.set()
+            self.capabilities = list(frame.capabilities)
             self.send_nowait(ep.encode(self._host.hello_ack(self)))
 
     def _on_reply(self, frame: Reply) -> None:
@@ -647,9 +673,11 @@ class Extension:
             return
         tag = type(frame).__struct_config__.tag
         if slot is None:
+            self.late_replies += 1
             if self._noisy():
                 self.note(
-                    f"dropped `{tag}` for id {frame.id!r}: no such call pending (late reply?)"
+                    f"dropped `{tag}` for id {frame.id!r}: no such request pending (answered "
+                    "already, cancelled, or past its deadline)"
                 )
         else:
             want = slot.expect.__struct_config__.tag
@@ -657,6 +685,14 @@ class Extension:
                 None,
                 extension_failed(f"extension {self.name!r} answered with `{tag}`, not `{want}`"),
             )
+
+    def _on_progress(self, frame: ep.ToolProgress) -> None:
+        slot = self._pending.get(str(frame.id))
+        if slot is None or slot.expect is not ep.ToolResult:
+            if self._noisy():
+                self.note(f"dropped `tool_progress` for id {frame.id!r}: no tool call pending")
+        elif slot.progress is not None and self._noisy():
+            slot.progress(frame)
 
     def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
         if self._noisy():
@@ -753,6 +789,8 @@ class Extension:
             log_tail=logfiles.tail(self.log_path, LOG_TAIL_LINES)
             if self.exit_code is not None
             else [],
+            capabilities=self.capabilities,
+            late_replies=self.late_replies,
         )
 
 

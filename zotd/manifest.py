@@ -50,6 +50,9 @@ class Manifest(msgspec.Struct, kw_only=True):
     language: str = ""
     description: str = ""
     enabled: bool = True
+    #: Where its verdicts count among the guards of an event: lower first,
+    #: then by name (zotd's; ``[extensions.<name>] priority`` overrides it).
+    priority: int = 0
     #: Variables set for the extension (on top of the allowlisted ones).
     env: dict[str, str] = {}
     #: Names of the daemon's variables to pass through beyond the allowlist.

@@ -9,11 +9,12 @@ the loser's log.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
 from .protocol.agent import CommandInfo, ToolInfo
+from .protocol.jsonschema import Validator
 
 
 @dataclass(slots=True)
@@ -33,6 +34,18 @@ class Tool:
     description: str
     schema: msgspec.Raw
     extension: str
+    _validator: Validator | None = field(default=None, repr=False)
+
+    def check_args(self, args: msgspec.Raw) -> str | None:
+        """Why ``args`` (a JSON object) do not fit the schema, or ``None`` if they do.
+
+        The schema is compiled on first use (only rewritten arguments are
+        checked: zotd passes a model's arguments on untouched, as the
+        reference says the extension validates them).
+        """
+        if self._validator is None:
+            self._validator = Validator(msgspec.json.decode(self.schema))
+        return self._validator.check(msgspec.json.decode(args))
 
 
 class Registry:

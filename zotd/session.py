@@ -15,6 +15,7 @@ import functools
 import hmac
 import logging
 import os
+import select
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,9 +26,10 @@ import trio
 from . import AGENT_PROTOCOL_VERSION, __version__, admin
 from .errors import RequestError
 from .protocol import agent as ap
+from .protocol import extension as ep
 from .protocol.frames import FrameError, UnknownFrame
 from .protocol.lines import Oversized
-from .streams import LineReader, Outbox
+from .streams import LineReader, Outbox, fileno_of
 
 if TYPE_CHECKING:
     from .daemon import Daemon
@@ -37,6 +39,10 @@ log = logging.getLogger(__name__)
 
 #: Frames that may wait for one client's writer.
 OUTBOX_SIZE = 1024
+
+#: After a client's input ends with requests in flight, how often to look
+#: whether it hung up (then they are cancelled) or only half-closed.
+HANGUP_CHECK = 0.1
 
 #: Requests that need no workspace.
 _NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe)
@@ -88,7 +94,8 @@ class ClientSession:
 
         At end of input, requests already in flight still get their replies
         (a client may half-close after its last request). If the client is
-        gone for good (a write fails), in-flight requests are cancelled.
+        gone for good (it closed the connection, or a write fails), in-flight
+        requests are cancelled, and extensions told so.
         """
         try:
             async with trio.open_nursery() as nursery:
@@ -101,6 +108,8 @@ class ClientSession:
                             self._burst = len(lines) > 1
                             for line in lines:
                                 await self._on_line(line, requests)
+                    if self.in_flight:
+                        nursery.start_soon(self._watch_hangup, nursery.cancel_scope)
                 while self._calls:
                     self._calls_idle = trio.Event()
                     await self._calls_idle.wait()
@@ -122,14 +131,32 @@ class ClientSession:
                 await self._stream.aclose()
             self.done.set()
 
+    async def _watch_hangup(self, cancel_all: trio.CancelScope) -> None:
+        # Input ended with requests in flight: a half-close (the client still
+        # reads its replies) or a hangup (nobody left to read them). Only the
+        # socket's state tells them apart, so look at it until they are done.
+        fileno = fileno_of(self._stream)
+        if fileno is None:
+            return
+        while self.in_flight:
+            await trio.sleep(HANGUP_CHECK)
+            if _hung_up(fileno()):
+                log.debug("client %d: hung up; cancelling its requests", self.number)
+                cancel_all.cancel()
+                return
+
     def close_soon(self) -> None:
         """Stops reading requests; in-flight ones finish, then the connection closes."""
         self._read_scope.cancel()
 
     def push(self, frame: bytes) -> None:
         """Queues a push frame, or drops it if the client is not keeping up."""
-        if not self.subscribed:
-            return
+        if self.subscribed:
+            self.deliver(frame)
+
+    def deliver(self, frame: bytes) -> None:
+        """Queues a push frame meant for this client alone (subscribed or
+        not), or drops it if the client is not keeping up."""
         try:
             if not self._outbox.put_nowait(frame):
                 self.dropped += 1
@@ -241,9 +268,10 @@ class ClientSession:
         self._calls[key] = _nothing
         try:
             done = functools.partial(self._call_done, key, req.id)
+            progress = functools.partial(self._progress, req.id, req.name)
             alone = not self._burst and self.in_flight <= 1
             self._calls[key] = self.workspace.start_call(
-                req.name, req.args, req.timeout_s, done, alone=alone
+                req.name, req.args, req.timeout_s, done, alone=alone, progress=progress
             )
         except Exception as exc:
             del self._calls[key]
@@ -262,6 +290,15 @@ class ClientSession:
             self._reply(self._failure(rid, "call_tool", exc))
         finally:
             self._request_done()
+
+    def _progress(self, rid: ap.Id, tool: str, extension: str, frame: ep.ToolProgress) -> None:
+        self.deliver(
+            ap.encode(
+                ap.ToolProgressPush(
+                    rid, extension, tool, frame.message, frame.progress, frame.total
+                )
+            )
+        )
 
     def _reply(self, frame: bytes) -> None:
         # Never dropped: replies are bounded by the requests-in-flight limits.
@@ -327,7 +364,7 @@ class ClientSession:
             case ap.ListTools():
                 return ws.list_tools()
             case ap.InvokeCommand(name=name, args=args):
-                return await ws.invoke_command(name, args)
+                return await ws.invoke_command(name, args, self)
             case ap.EmitEvent(event=event):
                 return ws.emit_event(event, ap.event_payload(line))
             case ap.ExtInstall(source=source, scope=scope):
@@ -345,11 +382,15 @@ class ClientSession:
             case ap.ExtLogs(name=name, lines=lines):
                 return await admin.logs(self.daemon, ws, name, lines)
             case ap.Intercept(event=event):
-                if event != "tool_call":
+                if event not in ep.INTERCEPTABLE:
                     raise RequestError(
-                        Code.BAD_REQUEST, f"cannot intercept {event!r}: only tool_call"
+                        Code.BAD_REQUEST,
+                        f"cannot intercept {event!r}: only {', '.join(sorted(ep.INTERCEPTABLE))}",
                     )
-                return await ws.intercept(ap.event_payload(line))
+                return await ws.intercept(event, ap.event_payload(line))
+            case ap.PanelKey() | ap.PanelResize() | ap.PanelClose():
+                ws.panel_input(self, req)
+                return ap.Empty()
         raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
 
     async def _hello(self, req: ap.Hello) -> ap.HelloData:
@@ -386,6 +427,16 @@ class ClientSession:
         log.info("client %d (%s) joined %s", self.number, req.client or "?", root)
         await ws.wait_settled()
         return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, str(root), os.getpid())
+
+
+def _hung_up(fd: int) -> bool:
+    """Whether the peer of socket ``fd`` has closed it entirely (not just its
+    writing side): ``POLLHUP`` without waiting."""
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP)
+    return any(events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
 
 
 def _workspace_root(cwd: str | None, default: Path) -> Path:

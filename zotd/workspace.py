@@ -25,6 +25,7 @@ from .config import BUILTIN_TOOLS, Config
 from .environment import extension_env
 from .errors import RequestError
 from .extension import Extension, State
+from .intercept import Decision, Outcome, order
 from .manifest import Found, Scope, discover
 from .paths import Paths
 from .process import Spawner
@@ -35,14 +36,17 @@ from .registry import Registry
 
 log = logging.getLogger(__name__)
 
-_TOOL_CALL = msgspec.Raw(b'"tool_call"')
-
 
 class Subscriber(Protocol):
     """A client connection that takes push frames."""
 
     def push(self, frame: bytes) -> None:
-        """Queues an encoded push frame; never blocks."""
+        """Queues an encoded push frame if the client subscribed; never blocks."""
+        ...
+
+    def deliver(self, frame: bytes) -> None:
+        """Queues an encoded push frame meant for this client alone (its
+        panels, its calls' progress), subscribed or not; never blocks."""
         ...
 
 
@@ -89,6 +93,10 @@ class Workspace:
         self._stop = trio.Event()
         self._stop_code = ap.ErrorCode.EXTENSION_FAILED
         self._clients_changed = trio.Event()
+        #: Open panels: (extension, panel id) -> the client that opened it.
+        self._panels: dict[tuple[str, str], Subscriber] = {}
+        #: Guards that have rewritten an event (see zotd.intercept).
+        self._rewriters: set[str] = set()
 
     # --- lifetime -----------------------------------------------------------------
 
@@ -274,10 +282,13 @@ class Workspace:
         self._wake_idle_watch()
 
     def release(self, subscriber: Subscriber | None = None) -> None:
-        """A client left."""
+        """A client left; the panels it had open are closed."""
         self.clients -= 1
         if subscriber is not None:
             self.subscribers.discard(subscriber)
+            for key, owner in list(self._panels.items()):
+                if owner is subscriber:
+                    self._close_panel(key)
         self._wake_idle_watch()
 
     def _wake_idle_watch(self) -> None:
@@ -344,7 +355,29 @@ class Workspace:
 
     def on_exit(self, ext: Extension) -> None:
         self.registry.remove(ext.name)
+        for key, owner in list(self._panels.items()):
+            if key[0] == ext.name:
+                del self._panels[key]
+                owner.deliver(ap.encode(ap.PanelClosePush(ext.name, key[1], reason="stopped")))
         self._push_state(ext)
+
+    def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
+        key = (ext.name, frame.panel_id)
+        owner = self._panels.get(key)
+        if owner is None:
+            tag = type(frame).__struct_config__.tag
+            ext.note(f"dropped `{tag}` for panel {frame.panel_id!r}: it is not open")
+        elif isinstance(frame, ep.PanelRender):
+            owner.deliver(
+                ap.encode(
+                    ap.PanelRenderPush(
+                        ext.name, frame.panel_id, frame.title, frame.lines, frame.footer
+                    )
+                )
+            )
+        else:
+            del self._panels[key]
+            owner.deliver(ap.encode(ap.PanelClosePush(ext.name, frame.panel_id)))
 
     def _push_state(self, ext: Extension) -> None:
         if not self.subscribers:
@@ -381,8 +414,11 @@ class Workspace:
     def list_tools(self) -> ap.ToolsData:
         return ap.ToolsData(tools=self.registry.tool_infos())
 
-    async def invoke_command(self, name: str, args: str) -> ap.InvokeData:
-        """Runs ``/name``; bounded by ``command_timeout``."""
+    async def invoke_command(
+        self, name: str, args: str, client: Subscriber | None = None
+    ) -> ap.InvokeData:
+        """Runs ``/name``; bounded by ``command_timeout``. A panel the
+        extension opens belongs to ``client``: its frames go there."""
         name = name.removeprefix("/")
         cmd = self.registry.commands.get(name)
         if cmd is None:
@@ -403,6 +439,8 @@ class Workspace:
         if action not in ep.ACTIONS:
             error = error or f"extension {ext.name!r} answered with unknown action {action!r}"
             action = "noop"
+        if reply.open_panel is not None and client is not None:
+            self._open_panel(ext, reply.open_panel.id, client)
         return ap.InvokeData(
             extension=ext.name,
             action=action,
@@ -410,7 +448,67 @@ class Workspace:
             insert=reply.insert,
             display=reply.display,
             error=error,
+            open_panel=reply.open_panel,
         )
+
+    # --- panels -------------------------------------------------------------------
+
+    def _open_panel(self, ext: Extension, panel_id: str, client: Subscriber) -> None:
+        key = (ext.name, panel_id)
+        before = self._panels.get(key)
+        if before is not None and before is not client:
+            # The same panel opened again, from another client: it moves.
+            before.deliver(ap.encode(ap.PanelClosePush(ext.name, panel_id, reason="moved")))
+        self._panels[key] = client
+
+    def _close_panel(self, key: tuple[str, str]) -> None:
+        del self._panels[key]
+        ext = self.extensions.get(key[0])
+        if ext is not None:
+            ext.send_nowait(ep.encode(ep.PanelClose(panel_id=key[1])))
+
+    def panel_input(
+        self, client: Subscriber, req: ap.PanelKey | ap.PanelResize | ap.PanelClose
+    ) -> None:
+        """Passes a client's key, resize or close on to the panel's extension.
+
+        Raises:
+            RequestError: the client has no such panel open, or (without
+                ``extension``) more than one; the extension's input is full.
+        """
+        owned = [
+            key
+            for key, owner in self._panels.items()
+            if owner is client
+            and key[1] == req.panel_id
+            and (not req.extension or key[0] == req.extension)
+        ]
+        if not owned:
+            whose = f" of extension {req.extension!r}" if req.extension else ""
+            raise RequestError(
+                ap.ErrorCode.NOT_FOUND,
+                f"no panel {req.panel_id!r}{whose} is open on this connection",
+            )
+        if len(owned) > 1:
+            names = sorted(key[0] for key in owned)
+            raise RequestError(
+                ap.ErrorCode.BAD_REQUEST,
+                f"panels {req.panel_id!r} of {names} are open: say which with `extension`",
+            )
+        key = owned[0]
+        if isinstance(req, ap.PanelClose):
+            self._close_panel(key)
+            return
+        frame: ep.PanelKey | ep.PanelResize
+        if isinstance(req, ap.PanelKey):
+            frame = ep.PanelKey(panel_id=req.panel_id, key=req.key, text=req.text)
+        else:
+            frame = ep.PanelResize(panel_id=req.panel_id, width=req.width, height=req.height)
+        if not self.extensions[key[0]].send_nowait(ep.encode(frame)):
+            raise RequestError(
+                ap.ErrorCode.EXTENSION_FAILED,
+                f"extension {key[0]!r} is not taking input (not running, or not reading it)",
+            )
 
     def start_call(
         self,
@@ -420,11 +518,13 @@ class Workspace:
         done: Callable[[ap.CallData | RequestError], None],
         *,
         alone: bool = True,
+        progress: Callable[[str, ep.ToolProgress], None] | None = None,
     ) -> Callable[[], None]:
         """Starts a tool call, bounded by ``timeout_s`` or ``tool_timeout``.
 
         ``alone=False`` says other calls are being started in the same breath
-        (see :meth:`Extension.ask`).
+        (see :meth:`Extension.ask`). ``progress(extension, frame)`` gets the
+        call's ``tool_progress`` frames.
 
         ``done`` gets the result, or the error, exactly once (from the task
         that reads the extension's reply, or from its expiry task), unless
@@ -462,6 +562,7 @@ class Workspace:
             on_reply,
             timeout=timeout,
             alone=alone,
+            progress=None if progress is None else functools.partial(progress, ext.name),
         )
         return functools.partial(ext.withdraw, rid)
 
@@ -493,50 +594,57 @@ class Workspace:
         ]
         return ap.EmitData(delivered=delivered)
 
-    async def intercept(self, payload: dict[str, msgspec.Raw]) -> ap.InterceptData:
-        """Asks every intercepting extension at once; the first block wins.
+    async def intercept(self, event: str, payload: dict[str, msgspec.Raw]) -> ap.InterceptData:
+        """Asks the extensions intercepting ``event`` whether it may go ahead.
 
-        The whole decision is bounded by ``intercept_timeout``; a guard that
-        has not answered by then, or that fails, counts as allow (reference,
-        "event_intercept_response"). The guards are asked without a task
-        each: their replies are tallied by the tasks that read them.
+        Their verdicts count in order of priority, then name; the first
+        block wins and rewrites chain (see :mod:`zotd.intercept`). The whole
+        decision is bounded by ``intercept_timeout``; a guard that has not
+        answered by then, or that fails, counts as allow (reference,
+        "event_intercept_response"). Rewritten tool arguments must fit the
+        tool's schema (for an extension's tool), else the call is blocked.
         """
-        payload = {"event": _TOOL_CALL, **payload}  # `event` is optional for agents
-        guards = [e for e in self.extensions.values() if "tool_call" in e.intercepts and e.running]
-        verdict = ap.InterceptData(block=False)
+        payload = {"event": msgspec.Raw(msgspec.json.encode(event)), **payload}
+        guards = order(
+            [e for e in self.extensions.values() if event in e.intercepts and e.running],
+            self._priority,
+        )
         if not guards:
             await trio.lowlevel.checkpoint()
-            return verdict
-        left = len(guards)
-        decided = trio.Event()
+            return ap.InterceptData(block=False)
+        decision = Decision(guards, event, payload, self._rewriters)
+        out = await decision.run(self._config.intercept_timeout)
+        if out.args is not None and not out.blocked_by:
+            self._check_rewritten_args(payload, out)
+        if out.blocked_by:
+            return ap.InterceptData(block=True, reason=out.reason, extension=out.blocked_by)
+        return ap.InterceptData(
+            block=False, args=out.args, text=out.text, rewritten_by=out.rewritten_by
+        )
 
-        def answer(ext: Extension, outcome: ep.EventInterceptResponse | RequestError) -> None:
-            nonlocal left, verdict
-            left -= 1
-            if isinstance(outcome, RequestError):
-                log.info("intercept: %s counts as allow: %s", ext.name, outcome.message)
-            elif outcome.block and not verdict.block:
-                reason = outcome.reason or f"blocked by extension {ext.name!r}"
-                verdict = ap.InterceptData(block=True, reason=reason, extension=ext.name)
-                decided.set()
-            if left == 0:
-                decided.set()
+    def _priority(self, name: str) -> int:
+        manifest = self.extensions[name].found.manifest
+        return self._config.priority_for(name, manifest.priority if manifest else 0)
 
-        make = ep.event_intercept_maker(payload)
-        asked: list[tuple[Extension, str]] = []
-        for ext in guards:
-            try:
-                rid = ext.ask(make, ep.EventInterceptResponse, functools.partial(answer, ext))
-            except RequestError as exc:
-                answer(ext, exc)
-            else:
-                asked.append((ext, rid))
+    def _check_rewritten_args(self, payload: dict[str, msgspec.Raw], out: Outcome) -> None:
+        # Rewritten arguments of an extension's tool must still fit its schema.
         try:
-            with trio.move_on_after(self._config.intercept_timeout) as scope:
-                await decided.wait()
-        finally:
-            for ext, rid in asked:
-                ext.withdraw(rid)
-        if scope.cancelled_caught and not verdict.block:
-            log.info("intercept: guards silent for %g s; allowing", self._config.intercept_timeout)
-        return verdict
+            tool_name = msgspec.json.decode(payload.get("tool_name", b'""'))
+        except msgspec.DecodeError:
+            return
+        tool = self.registry.tools.get(tool_name) if isinstance(tool_name, str) else None
+        if tool is None or out.args is None:
+            return
+        error = tool.check_args(out.args)
+        if error is None:
+            return
+        last = out.rewritten_by[-1]
+        reason = (
+            f"the arguments of tool {tool_name!r} as rewritten by "
+            f"{', '.join(repr(n) for n in out.rewritten_by)} do not fit its schema: {error}"
+        )
+        log.info("intercept: refused a rewrite: %s", reason)
+        ext = self.extensions.get(last)
+        if ext is not None:
+            ext.note(f"rewrite refused: {reason}")
+        out.block(last, reason)

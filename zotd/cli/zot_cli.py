@@ -90,7 +90,8 @@ def run(
     """Run a slash command, as a user typing /NAME ARGS would.
 
     Prints what the extension answered: the prompt the agent would submit, the
-    text to insert or to display. Exits 1 if the extension reported an error.
+    text to insert or to display, the panel it opened (as it first looks; it
+    closes when the command ends). Exits 1 if the extension reported an error.
 
     Args:
         name: The command, with or without its slash (/hellopy or hellopy).
@@ -109,8 +110,17 @@ def run(
                 print(f"[{res.extension}] insert: {res.insert}")
             elif res.action == "display":
                 print(res.display)
-            elif not res.error:
+            elif not res.error and res.open_panel is None:
                 print(f"[{res.extension}] done (nothing to show)")
+            if res.open_panel is not None:
+                # A one-shot command cannot drive a panel: show it as it opened
+                # (it closes when this connection does).
+                panel = res.open_panel
+                print(f"[{res.extension}] {panel.title or panel.id}")
+                for line in panel.lines:
+                    print(f"  {line}")
+                if panel.footer:
+                    print(f"  {panel.footer}")
             if res.error:
                 print(f"[{res.extension}] error: {res.error}", file=sys.stderr)
         return 1 if res.error else 0
@@ -187,7 +197,7 @@ def events(*, opts: Options | None = None, where: Where | None = None) -> int:
                 print_json(frame)
             elif isinstance(frame, ap.NotifyPush):
                 print(f"[{frame.extension}] {frame.level}: {frame.message}")
-            else:
+            elif isinstance(frame, ap.ExtensionStatePush):
                 names = [f"/{c.name}" for c in frame.commands] + [t.name for t in frame.tools]
                 detail = f" ({frame.error})" if frame.error else ""
                 print(

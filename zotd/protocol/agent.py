@@ -17,7 +17,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from .extension import Block
+from .extension import Block, PanelSpec
 from .frames import FrameDecoder, UnknownFrame, tags_of
 
 T = TypeVar("T")
@@ -101,12 +101,44 @@ class EmitEvent(_Request, tag="emit_event"):
 
 
 class Intercept(_Request, tag="intercept"):
-    """Asks the guards whether a tool call may run."""
+    """Asks the guards whether an action may go ahead: a tool call (``tool_*``
+    fields), a turn (``step``) or an assistant message (``text``)."""
 
     event: str = "tool_call"
     tool_id: str = ""
     tool_name: str = ""
     tool_args: msgspec.Raw = msgspec.Raw(b"{}")
+    step: int | None = None
+    text: str | None = None
+
+
+class PanelKey(_Request, tag="panel_key"):
+    """A key the user pressed in a panel this connection opened.
+
+    ``extension`` may be left out while no two of the connection's open
+    panels share ``panel_id``.
+    """
+
+    panel_id: str
+    key: str
+    text: str = ""
+    extension: str = ""
+
+
+class PanelResize(_Request, tag="panel_resize"):
+    """The size (in cells) of a panel this connection opened."""
+
+    panel_id: str
+    width: int
+    height: int
+    extension: str = ""
+
+
+class PanelClose(_Request, tag="panel_close"):
+    """Closes a panel this connection opened."""
+
+    panel_id: str
+    extension: str = ""
 
 
 class Subscribe(_Request, tag="subscribe"):
@@ -175,6 +207,9 @@ Request = (
     | CallTool
     | EmitEvent
     | Intercept
+    | PanelKey
+    | PanelResize
+    | PanelClose
     | Subscribe
     | ExtInstall
     | ExtRemove
@@ -253,7 +288,38 @@ class ExtensionStatePush(msgspec.Struct, tag_field="type", tag="extension_state"
     error: str = ""
 
 
-Push = NotifyPush | ExtensionStatePush
+class PanelRenderPush(msgspec.Struct, tag_field="type", tag="panel_render", gc=False):
+    """An extension redrew a panel the connection opened (sent to it alone)."""
+
+    extension: str
+    panel_id: str
+    title: str = ""
+    lines: list[str] = []
+    footer: str = ""
+
+
+class PanelClosePush(msgspec.Struct, tag_field="type", tag="panel_close", gc=False):
+    """A panel the connection opened was closed by its extension (``reason``
+    ``"extension"``) or because the extension stopped (``"stopped"``)."""
+
+    extension: str
+    panel_id: str
+    reason: str = "extension"
+
+
+class ToolProgressPush(msgspec.Struct, tag_field="type", tag="tool_progress", gc=False):
+    """Progress of a ``call_tool`` of the connection; ``request_id`` is that
+    request's ``id`` (sent to that connection alone)."""
+
+    request_id: Id
+    extension: str
+    tool: str
+    message: str = ""
+    progress: float | None = None
+    total: float | None = None
+
+
+Push = NotifyPush | ExtensionStatePush | PanelRenderPush | PanelClosePush | ToolProgressPush
 
 # --- reply data ---------------------------------------------------------------
 
@@ -296,6 +362,10 @@ class ExtensionInfo(msgspec.Struct):
     log: str
     last_error: str
     log_tail: list[str]
+    #: What its ``hello`` listed under ``capabilities``.
+    capabilities: list[str] = []
+    #: Replies it sent for requests no longer pending (dropped).
+    late_replies: int = 0
 
 
 class ExtensionsData(msgspec.Struct):
@@ -325,6 +395,9 @@ class InvokeData(msgspec.Struct, gc=False):
     insert: str = ""
     display: str = ""
     error: str = ""
+    #: A panel the command opened (``panel_render`` and ``panel_close``
+    #: pushes follow on this connection), else ``None``.
+    open_panel: PanelSpec | None = None
 
 
 class CallData(msgspec.Struct, gc=False):
@@ -342,11 +415,19 @@ class EmitData(msgspec.Struct, gc=False):
 
 
 class InterceptData(msgspec.Struct, gc=False):
-    """``data`` of ``intercept``. ``extension`` names the guard that blocked."""
+    """``data`` of ``intercept``. ``extension`` names the guard that blocked.
+
+    ``args`` (a ``tool_call``'s rewritten arguments) and ``text`` (an
+    ``assistant_message``'s replaced text) are ``None`` unless a guard
+    changed them; ``rewritten_by`` names those guards in order.
+    """
 
     block: bool
     reason: str = ""
     extension: str = ""
+    args: Any = None
+    text: str | None = None
+    rewritten_by: list[str] = []
 
 
 class ExtChangeData(msgspec.Struct):
@@ -415,6 +496,9 @@ _request_decoder: FrameDecoder[Request] = FrameDecoder(
         CallTool,
         EmitEvent,
         Intercept,
+        PanelKey,
+        PanelResize,
+        PanelClose,
         Subscribe,
         ExtInstall,
         ExtRemove,
@@ -427,12 +511,8 @@ _request_decoder: FrameDecoder[Request] = FrameDecoder(
         Shutdown,
     ),
 )
-_server_frame_decoder: msgspec.json.Decoder[Response | Push] = msgspec.json.Decoder(
-    Response | NotifyPush | ExtensionStatePush
-)
-_reply_decoder: msgspec.json.Decoder[RawResponse | Push] = msgspec.json.Decoder(
-    RawResponse | NotifyPush | ExtensionStatePush
-)
+_server_frame_decoder: msgspec.json.Decoder[Response | Push] = msgspec.json.Decoder(Response | Push)
+_reply_decoder: msgspec.json.Decoder[RawResponse | Push] = msgspec.json.Decoder(RawResponse | Push)
 _payload_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _OMIT = frozenset({"id", "type"})
 
