@@ -175,7 +175,7 @@ async def test_config_priority_overrides_the_manifest(
 async def test_modified_args_chain_and_reach_the_agent(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
-    log_a = install(paths, "a", "--intercept", "tool_call", "--set", 'timeout=30')
+    log_a = install(paths, "a", "--intercept", "tool_call", "--set", "timeout=30")
     log_b = install(paths, "b", "--intercept", "tool_call", "--set", 'cwd="/tmp"')
     log_c = install(paths, "c", "--intercept", "tool_call")  # only looks
     await start_daemon()
@@ -373,11 +373,10 @@ async def test_a_call_is_cancelled_when_its_client_leaves(
 ) -> None:
     log = install(paths, "nz")
     await start_daemon()
-    async with connect(paths.socket, cwd=project) as zot:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(zot.call_tool, "nz-hang", {})
-            await wait_for(log, "tool_call")
-            nursery.cancel_scope.cancel()
+    async with connect(paths.socket, cwd=project) as zot, trio.open_nursery() as nursery:
+        nursery.start_soon(zot.call_tool, "nz-hang", {})
+        await wait_for(log, "tool_call")
+        nursery.cancel_scope.cancel()
     (cancel,) = await wait_for(log, "cancel")
     assert cancel["id"] == frames(log, "tool_call")[0]["id"]
 
