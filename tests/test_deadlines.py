@@ -168,6 +168,74 @@ async def test_intercept_first_block_wins_without_waiting(
     assert elapsed(start) == 1
 
 
+def rewriting(name: str, delay: float, **changes: Any) -> Behaviour:
+    """A tool-call guard that answers after ``delay`` seconds with the
+    arguments it was sent, updated with ``changes``; records what it saw."""
+
+    async def behaviour(io: FakeIO) -> None:
+        await io.hello(name, intercept=["tool_call"])
+        async with trio.open_nursery() as nursery:
+            async for frame in io.frames():
+                if isinstance(frame, ep.EventIntercept):
+                    seen[name].append(frame.tool_args)
+                    nursery.start_soon(reply, io, frame)
+
+    async def reply(io: FakeIO, frame: ep.EventIntercept) -> None:
+        await trio.sleep(delay)
+        args = {**frame.tool_args, **changes} if changes else None
+        await io.send(type="event_intercept_response", id=frame.id, modified_args=args)
+
+    seen[name] = []
+    return behaviour
+
+
+#: What each ``rewriting`` guard was asked about, by guard name.
+seen: dict[str, list[Any]] = {}
+
+
+async def test_rewrites_chain_within_the_5s_bound(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    behaviours = {"a": rewriting("a", 3, x=1), "b": rewriting("b", 3)}
+    ws, _ = await open_workspace(nursery, paths, project, behaviours)
+    await ws.wait_settled()
+    payload = {"tool_name": Raw(b'"bash"'), "tool_args": Raw(b'{"cmd":"ls"}')}
+    # First time: both asked at once; at 3 s "a" turns out to rewrite, so
+    # "b" is asked again about the new arguments; it would answer at 6 s,
+    # past the bound: it counts as allow, and the rewrite stands.
+    start = trio.current_time()
+    verdict = await ws.intercept("tool_call", payload)
+    assert elapsed(start) == 5
+    assert (verdict.block, verdict.args, verdict.rewritten_by) == (
+        False,
+        Raw(b'{"cmd":"ls","x":1}'),
+        ["a"],
+    )
+    assert seen["b"] == [{"cmd": "ls"}, {"cmd": "ls", "x": 1}]
+    # Now "a" is known to rewrite: "b" is asked only after it, once.
+    await trio.sleep(10)
+    start = trio.current_time()
+    verdict = await ws.intercept("tool_call", payload)
+    assert elapsed(start) == 5
+    assert seen["b"][2:] == [{"cmd": "ls", "x": 1}]
+    assert verdict.rewritten_by == ["a"]
+
+
+async def test_a_silent_guard_ordered_first_does_not_hold_up_a_block(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    behaviours = {
+        "a-mute": mute("a-mute", intercept=["tool_call"]),
+        "b-no": answering("b-no", 1, block=True, intercept=["tool_call"]),
+    }
+    ws, _ = await open_workspace(nursery, paths, project, behaviours)
+    await ws.wait_settled()
+    start = trio.current_time()
+    verdict = await ws.intercept("tool_call", {})
+    assert (verdict.block, verdict.extension) == (True, "b-no")
+    assert elapsed(start) == 1
+
+
 async def test_no_guards_allows_at_once(
     nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
 ) -> None:

@@ -179,6 +179,35 @@ async def test_a_silent_guard_counts_as_allow_within_the_intercept_bound(
     assert daemon.config.intercept_timeout <= took < daemon.config.intercept_timeout + 5
 
 
+async def test_rewritten_input_is_shown_to_the_user_as_it_will_run(
+    agent: Agent, start_daemon: StartDaemon
+) -> None:
+    # A guard written for newer zot, which rewrites tool arguments.
+    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
+    frames = agent.paths.home / "capper.frames"
+    add_extension(
+        agent.paths.extensions_dir,
+        "capper",
+        *("--log", str(frames), "--intercept", "tool_call", "--set", "timeout=60000"),
+        script=newer,
+    )
+    await start_daemon(env=agent.env)
+    stdin = agent.payload("pre-tool-use-harmless")
+    asked = await agent.hook("pre-tool-use", stdin)
+    approved = await agent.hook("pre-tool-use", stdin, "--approve")
+    rewritten = recorded("pre-tool-use-harmless")["tool_input"] | {"timeout": 60000}
+    for ran, decision in [(asked, "ask"), (approved, "allow")]:
+        assert (ran.code, ran.err) == (0, "")
+        assert answer(ran) == {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision,
+                "permissionDecisionReason": "input rewritten by zot's guards: capper",
+                "updatedInput": rewritten,
+            }
+        }
+
+
 # --- lifecycle events ------------------------------------------------------------------
 
 

@@ -219,8 +219,10 @@ def pre_tool_use(
     """Ask zot's guards about a tool call (a PreToolUse hook): deny it, or let it be.
 
     Reads the hook's payload on stdin and prints the answer as JSON on stdout:
-    a guard's block is a "deny" decision with the guard's reason; otherwise
-    "{}" (no decision: the agent's own permission rules apply). Exits 0.
+    a guard's block is a "deny" decision with the guard's reason; arguments
+    a guard rewrote are an "ask" decision (the user sees the call as it will
+    run) with the new input as "updatedInput"; otherwise "{}" (no decision:
+    the agent's own permission rules apply). Exits 0.
 
     Without a verdict (an unreadable payload, zotd not running or silent),
     prints why on stderr and exits 1, which the agent takes as a
@@ -230,7 +232,7 @@ def pre_tool_use(
     Args:
         fail_closed: Deny the call when zot's guards cannot be asked.
         approve: When no guard blocks, answer "allow", which also skips the
-            agent's permission prompt, instead of no decision.
+            agent's permission prompt, instead of no decision (or "ask").
     """
     o = _check(opts)
     try:
@@ -252,6 +254,15 @@ def pre_tool_use(
     else:
         if verdict.block:
             print_json(_decision("deny", verdict.reason))
+        elif verdict.args is not None:
+            # A guard rewrote the input: run the rewritten one. Without
+            # --approve the user is still asked, and sees what will run.
+            answer = _decision(
+                "allow" if approve else "ask",
+                f"input rewritten by zot's guards: {', '.join(verdict.rewritten_by)}",
+            )
+            answer["hookSpecificOutput"]["updatedInput"] = verdict.args
+            print_json(answer)
         elif approve:
             print_json(_decision("allow", "no guard of zot objects"))
         else:
