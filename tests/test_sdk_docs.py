@@ -68,7 +68,8 @@ def _string(node: ast.expr) -> str:
 
 
 def declared(source: str) -> Declared:
-    """The registrations of ``@ext.command/tool/on/intercept_tool_call`` in ``source``."""
+    """The registrations of ``@ext.command/tool/on/intercept/intercept_tool_call``
+    in ``source``."""
     found = Declared()
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -87,6 +88,8 @@ def declared(source: str) -> Declared:
                 found.tools.add(node.name if name is None else _string(name))
             elif kind == "on":
                 found.events.add(_string(dec.args[0]))
+            elif kind == "intercept":
+                found.intercepts.add(_string(dec.args[0]))
     return found
 
 

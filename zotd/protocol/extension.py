@@ -109,12 +109,14 @@ class Subscribe(_Frame, tag="subscribe"):
     intercept: list[str] = []
 
 
-class EventInterceptResponse(_Frame, tag="event_intercept_response"):
+class EventInterceptResponse(_Frame, tag="event_intercept_response", omit_defaults=True):
     """Reply to :class:`EventIntercept`; ``block`` refuses the action.
 
     Beyond the reference: ``modified_args`` rewrites a ``tool_call``'s
-    arguments (empty or ``null``: unchanged), ``replace_text`` an
+    arguments (absent or ``null``: unchanged), ``replace_text`` an
     ``assistant_message``'s text as the user sees it (``""``: unchanged).
+    Fields left at their defaults are not encoded (an empty ``Raw`` is not
+    JSON).
     """
 
     id: Id

@@ -16,6 +16,13 @@ Example::
 
     ext.run()
 
+Beyond commands and tools: ``ext.progress()`` reports how far a tool call
+has got, ``ext.cancelled()`` says the host gave up on a request,
+``@ext.intercept(event)`` guards turns and assistant messages as well as tool
+calls (:func:`block`, :func:`rewrite`, :func:`replace_text`), and a command
+may open a :class:`Panel`, redrawn with ``ext.render_panel()``, with
+``@ext.on_panel_key`` and friends for what the user does in it.
+
 Importing it loads neither trio nor the daemon: only msgspec and the
 standard library. See docs/sdk.md.
 """
@@ -24,14 +31,18 @@ from .extension import Extension
 from .results import (
     Block,
     Image,
+    Panel,
     Response,
     Result,
+    Rewrite,
     block,
     display,
     error,
     insert,
     noop,
     prompt,
+    replace_text,
+    rewrite,
     tool_error,
 )
 
@@ -39,13 +50,17 @@ __all__ = [
     "Block",
     "Extension",
     "Image",
+    "Panel",
     "Response",
     "Result",
+    "Rewrite",
     "block",
     "display",
     "error",
     "insert",
     "noop",
     "prompt",
+    "replace_text",
+    "rewrite",
     "tool_error",
 ]

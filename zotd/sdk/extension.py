@@ -6,21 +6,29 @@ asyncio (no trio, no daemon code): it sends ``hello``, the registrations,
 functions run in a worker thread), so a slow tool never holds up another
 call, a guard or ``shutdown``; writes each reply whole, from the event loop
 only; answers ``shutdown`` with ``shutdown_ack`` and exits.
+
+Each request (a tool call, a command, an intercept) is a :class:`_Request`,
+found by id while it runs and visible to its handler through a context
+variable (copied into the worker thread): that is how ``ext.progress()``
+knows its call and ``ext.cancelled()`` its request. A ``cancel`` from the
+host cancels the request's task and marks it, and nothing is sent for it
+afterwards. Panel events are handled one at a time, in order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import os
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import msgspec
 import platformdirs
@@ -38,7 +46,48 @@ MAX_LINE = 16 * 1024 * 1024
 #: Plain-function handlers that may run at once.
 HANDLER_THREADS = 256
 
+#: Seconds between two ``tool_progress`` frames of one call; updates made in
+#: between are merged (the latest is sent when the time comes, or just
+#: before the call's result).
+PROGRESS_INTERVAL = 0.05
+
 _encoder = msgspec.json.Encoder()
+
+
+_Kind = Literal["tool", "command", "intercept"]
+
+
+@dataclass(eq=False)
+class _Request:
+    """A request of the host being handled: ``tool``, ``command`` or ``intercept``.
+
+    ``cancelled`` is set on the loop and read from any thread; the rest is
+    the loop's alone.
+    """
+
+    id: str
+    kind: _Kind
+    task: asyncio.Task[None] | None = None
+    cancelled: bool = False
+    #: Answered or cancelled: nothing more goes out for it.
+    finished: bool = False
+    #: The latest progress not sent yet, its timer, and when the next may go.
+    progress: ep.ToolProgress | None = None
+    timer: asyncio.TimerHandle | None = None
+    next_progress: float = 0.0
+
+    def finish(self) -> None:
+        self.finished = True
+        self.progress = None
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+
+#: The request whose handler is running (in its task, or its worker thread).
+_current: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
+    "zotd_sdk_request", default=None
+)
 
 
 @dataclass
@@ -54,6 +103,18 @@ class _Tool:
     description: str
     handler: Callable[..., Any]
     signature: Signature
+
+
+@dataclass
+class _Guard:
+    handler: Callable[..., Any]
+    #: ``handler(tool_name, tool_args)`` (``intercept_tool_call``) rather
+    #: than ``handler(event)``.
+    spread: bool = False
+
+
+#: The three panel events, by frame type.
+_PANEL_EVENTS = {ep.PanelKey: "key", ep.PanelResize: "resize", ep.PanelClose: "close"}
 
 
 class Extension:
@@ -83,10 +144,13 @@ class Extension:
         self._commands: dict[str, _Command] = {}
         self._tools: dict[str, _Tool] = {}
         self._observers: dict[str, list[Callable[..., Any]]] = {}
-        self._guard: Callable[..., Any] | None = None
+        self._guards: dict[str, _Guard] = {}
+        self._panel_handlers: dict[str, Callable[..., Any]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._out_fd = 1
         self._tasks: set[asyncio.Task[None]] = set()
+        self._requests: dict[str, _Request] = {}
+        self._panel_lock = asyncio.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._in: Any = sys.stdin
 
@@ -97,7 +161,8 @@ class Extension:
 
         It returns :func:`~zotd.sdk.prompt`, :func:`~zotd.sdk.insert`,
         :func:`~zotd.sdk.display`, :func:`~zotd.sdk.noop` or
-        :func:`~zotd.sdk.error` (a string is displayed).
+        :func:`~zotd.sdk.error` (a string is displayed), or a
+        :class:`~zotd.sdk.Panel` to open.
         """
 
         def register(handler: F) -> F:
@@ -161,8 +226,52 @@ class Extension:
 
     def intercept_tool_call(self, handler: F) -> F:
         """Registers the guard asked before every tool call: ``handler(tool_name,
-        tool_args)`` returns :func:`~zotd.sdk.block` to refuse it."""
-        self._guard = handler
+        tool_args)`` returns :func:`~zotd.sdk.block` to refuse it,
+        :func:`~zotd.sdk.rewrite` to change its arguments, or ``None``."""
+        self._guards["tool_call"] = _Guard(handler, spread=True)
+        return handler
+
+    def intercept(self, event: str) -> Callable[[F], F]:
+        """Registers the guard asked before ``event`` goes ahead: ``tool_call``,
+        ``turn_start`` or ``assistant_message``; one per event, the last
+        registered wins (``intercept_tool_call`` included).
+
+        The handler gets the event's fields as a ``dict`` (as an observer
+        does) and returns :func:`~zotd.sdk.block` to refuse it,
+        :func:`~zotd.sdk.rewrite` (``tool_call``) or
+        :func:`~zotd.sdk.replace_text` (``assistant_message``) to change it,
+        or ``None`` to let it be.
+        """
+        if event not in ep.INTERCEPTABLE:
+            raise ValueError(
+                f"cannot intercept {event!r}: only {', '.join(sorted(ep.INTERCEPTABLE))}"
+            )
+
+        def register(handler: F) -> F:
+            self._guards[event] = _Guard(handler)
+            return handler
+
+        return register
+
+    def on_panel_key(self, handler: F) -> F:
+        """Registers what handles a key pressed in one of the extension's
+        panels: ``handler(panel_id, key, text)``, where ``key`` names it
+        (``up``, ``enter``, ``a``, ...) and ``text`` is what it types, if
+        anything. It may return a :class:`~zotd.sdk.Panel` to redraw."""
+        self._panel_handlers["key"] = handler
+        return handler
+
+    def on_panel_resize(self, handler: F) -> F:
+        """Registers what handles a panel's new size:
+        ``handler(panel_id, width, height)``, in cells. It may return a
+        :class:`~zotd.sdk.Panel` to redraw."""
+        self._panel_handlers["resize"] = handler
+        return handler
+
+    def on_panel_close(self, handler: F) -> F:
+        """Registers what is told that a panel was closed by the user (or
+        their client went away): ``handler(panel_id)``."""
+        self._panel_handlers["close"] = handler
         return handler
 
     @property
@@ -188,7 +297,57 @@ class Extension:
     def notify(self, message: str, level: str = "info") -> None:
         """Shows the user a note (``info``, ``success``, ``warn`` or ``error``);
         safe from any thread."""
-        self._send_soon(ep.Notify(message=message, level=level))
+        self._soon("notify", self._send, ep.Notify(message=message, level=level))
+
+    def progress(
+        self, message: str = "", progress: float | None = None, total: float | None = None
+    ) -> None:
+        """Tells the agent how far the running tool call has got, from inside
+        its handler (its thread, its task, or tasks it starts): a ``message``,
+        and optionally ``progress`` out of ``total``.
+
+        Updates closer together than :data:`PROGRESS_INTERVAL` are merged:
+        the latest goes out when the time comes, or just before the result.
+        None goes out once the call is cancelled.
+
+        Raises:
+            RuntimeError: not inside a tool handler.
+        """
+        request = _current.get()
+        if request is None or request.kind != "tool":
+            raise RuntimeError(
+                "progress() works only inside a tool handler, in its own thread or task"
+            )
+        for name, value in (("progress", progress), ("total", total)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise TypeError(f"progress(): {name} must be a number, not {type(value).__name__}")
+        frame = ep.ToolProgress(id=request.id, message=str(message), progress=progress, total=total)
+        self._soon("progress", self._queue_progress, request, frame)
+
+    def cancelled(self) -> bool:
+        """Whether the host has given up on the request being handled (a tool
+        call, a command, an intercept): its reply would be dropped, so a
+        long-running plain-function handler may stop early. ``False``
+        outside a request. (An ``async def`` handler is cancelled outright.)"""
+        request = _current.get()
+        return request is not None and request.cancelled
+
+    def render_panel(
+        self, panel_id: str, *, title: str = "", lines: Sequence[str] | str = (), footer: str = ""
+    ) -> None:
+        """Redraws an open panel whole (what is left out is blank; ``lines``
+        may be one ``str``, split at its newlines); safe from any thread."""
+        self._soon(
+            "render_panel",
+            self._send,
+            results.render_frame(results.Panel(panel_id, title, lines, footer)),
+        )
+
+    def close_panel(self, panel_id: str) -> None:
+        """Closes a panel; safe from any thread."""
+        self._soon("close_panel", self._send, ep.PanelClose(panel_id=panel_id))
 
     # --- running ------------------------------------------------------------------------
 
@@ -244,8 +403,26 @@ class Extension:
             if self._on_line(line):
                 return
 
+    def _capabilities(self) -> list[str]:
+        """What ``hello`` says the extension does (informational for the host)."""
+        found = [
+            kind
+            for kind, present in (
+                ("commands", self._commands),
+                ("tools", self._tools),
+                ("events", self._observers),
+                ("intercept", self._guards),
+                ("panels", self._commands or self._panel_handlers),  # a command may open one
+                ("tool_progress", self._tools),
+            )
+            if present
+        ]
+        return [*found, "cancel"]
+
     def _opening(self) -> list[msgspec.Struct]:
-        frames: list[msgspec.Struct] = [ep.Hello(name=self.name, version=self.version)]
+        frames: list[msgspec.Struct] = [
+            ep.Hello(name=self.name, version=self.version, capabilities=self._capabilities())
+        ]
         frames += [
             ep.RegisterCommand(name=c.name, description=c.description)
             for c in self._commands.values()
@@ -258,12 +435,9 @@ class Extension:
             )
             for t in self._tools.values()
         ]
-        if self._observers or self._guard:
+        if self._observers or self._guards:
             frames.append(
-                ep.Subscribe(
-                    events=sorted(self._observers),
-                    intercept=["tool_call"] if self._guard else [],
-                )
+                ep.Subscribe(events=sorted(self._observers), intercept=sorted(self._guards))
             )
         frames.append(ep.Ready())
         return frames
@@ -283,24 +457,64 @@ class Extension:
             self._send(ep.ShutdownAck())
             return True
         elif isinstance(frame, ep.ToolCall):
-            self._spawn(self._call_tool(frame))
+            self._start(frame.id, "tool", lambda r: self._call_tool(r, frame))
         elif isinstance(frame, ep.CommandInvoked):
-            self._spawn(self._invoke(frame))
+            self._start(frame.id, "command", lambda r: self._invoke(r, frame))
         elif isinstance(frame, ep.EventIntercept):
-            self._spawn(self._intercept(frame))
+            self._start(frame.id, "intercept", lambda r: self._intercept(r, frame, line))
+        elif isinstance(frame, ep.Cancel):
+            self._cancel(frame.id)
         elif isinstance(frame, ep.LifecycleEvent):
             for handler in self._observers.get(frame.event, ()):
                 self._spawn(self._observe(handler, line))
+        elif isinstance(frame, ep.PanelKey | ep.PanelResize | ep.PanelClose):
+            on_panel = self._panel_handlers.get(_PANEL_EVENTS[type(frame)])
+            if on_panel is not None:
+                self._spawn(self._on_panel(on_panel, frame))
         return False
 
-    def _spawn(self, work: Awaitable[None]) -> None:
+    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
-    # --- the four kinds of work -----------------------------------------------------
+    def _start(
+        self, rid: str, kind: _Kind, work: Callable[[_Request], Coroutine[Any, Any, None]]
+    ) -> None:
+        """Handles a request in a task of its own, known by ``rid`` until it ends."""
+        request = _Request(rid, kind)
+        self._requests[rid] = request
+        request.task = self._spawn(self._serve(request, work))
 
-    async def _call_tool(self, frame: ep.ToolCall) -> None:
+        def done(_: asyncio.Task[None]) -> None:
+            request.finish()
+            if self._requests.get(rid) is request:
+                del self._requests[rid]
+
+        request.task.add_done_callback(done)
+
+    async def _serve(
+        self, request: _Request, work: Callable[[_Request], Coroutine[Any, Any, None]]
+    ) -> None:
+        # (The coroutine is made here, so that none is left unawaited when
+        # a cancel comes before the task has started.)
+        _current.set(request)  # this task's context, copied into worker threads
+        await work(request)
+
+    def _cancel(self, rid: str) -> None:
+        """The host stopped waiting for ``rid``: cancel it, if it still runs."""
+        request = self._requests.pop(rid, None)
+        if request is None:
+            return  # answered already, or never asked: nothing to do
+        request.cancelled = True
+        request.finish()
+        if request.task is not None:
+            request.task.cancel()
+
+    # --- the kinds of work ------------------------------------------------------------
+
+    async def _call_tool(self, request: _Request, frame: ep.ToolCall) -> None:
         tool = self._tools.get(frame.name)
         if tool is None:
             reply = results.tool_frame(frame.id, results.tool_error(f"no tool {frame.name!r}"))
@@ -314,14 +528,15 @@ class Extension:
             except Exception as exc:
                 self._report(f"tool {frame.name!r}")
                 reply = results.tool_frame(frame.id, results.tool_error(_describe(exc)))
-        self._reply(
+        self._answer(
+            request,
             reply,
             lambda why: results.tool_frame(
                 frame.id, results.tool_error(f"the tool's result cannot be sent: {why}")
             ),
         )
 
-    async def _invoke(self, frame: ep.CommandInvoked) -> None:
+    async def _invoke(self, request: _Request, frame: ep.CommandInvoked) -> None:
         command = self._commands.get(frame.name)
         if command is None:
             reply = ep.CommandResponse(id=frame.id, error=f"no command /{frame.name}")
@@ -333,22 +548,32 @@ class Extension:
             except Exception as exc:
                 self._report(f"command /{frame.name}")
                 reply = ep.CommandResponse(id=frame.id, error=_describe(exc))
-        self._reply(
+        self._answer(
+            request,
             reply,
             lambda why: ep.CommandResponse(
                 id=frame.id, error=f"the command's answer cannot be sent: {why}"
             ),
         )
 
-    async def _intercept(self, frame: ep.EventIntercept) -> None:
-        verdict: Any = None
-        if self._guard is not None and frame.event == "tool_call":
+    async def _intercept(self, request: _Request, frame: ep.EventIntercept, line: bytes) -> None:
+        guard = self._guards.get(frame.event)
+        reply = results.intercept_frame(frame.id, None)
+        if guard is not None:
             try:
-                args = frame.tool_args if isinstance(frame.tool_args, dict) else {}
-                verdict = await self._call(self._guard, frame.tool_name or "", args)
+                if guard.spread:
+                    args = frame.tool_args if isinstance(frame.tool_args, dict) else {}
+                    verdict = await self._call(guard.handler, frame.tool_name or "", args)
+                else:
+                    event = msgspec.json.decode(line)
+                    event.pop("type", None)
+                    event.pop("id", None)
+                    verdict = await self._call(guard.handler, event)
+                reply = results.intercept_frame(frame.id, verdict, frame.event)
             except Exception:
-                self._report("the tool-call guard")  # a broken guard allows, as the host would
-        self._send(results.intercept_frame(frame.id, verdict))
+                # A broken guard allows, as the host would.
+                self._report(f"the {frame.event} guard")
+        self._answer(request, reply, lambda why: results.intercept_frame(frame.id, None))
 
     async def _observe(self, handler: Callable[..., Any], line: bytes) -> None:
         try:
@@ -357,6 +582,50 @@ class Extension:
             await self._call(handler, event)
         except Exception:
             self._report(f"the {getattr(handler, '__name__', 'event')} observer")
+
+    async def _on_panel(
+        self, handler: Callable[..., Any], frame: ep.PanelKey | ep.PanelResize | ep.PanelClose
+    ) -> None:
+        # One at a time, in the order they came (the lock is fair): a panel
+        # must see "down, down, enter" in that order.
+        async with self._panel_lock:
+            try:
+                if isinstance(frame, ep.PanelKey):
+                    value = await self._call(handler, frame.panel_id, frame.key, frame.text)
+                elif isinstance(frame, ep.PanelResize):
+                    value = await self._call(handler, frame.panel_id, frame.width, frame.height)
+                else:
+                    value = await self._call(handler, frame.panel_id)
+            except Exception:
+                self._report(f"the panel_{_PANEL_EVENTS[type(frame)]} handler")
+                return
+            if isinstance(value, results.Panel) and not isinstance(frame, ep.PanelClose):
+                self._send(results.render_frame(value))
+
+    # --- progress -------------------------------------------------------------------------
+
+    def _queue_progress(self, request: _Request, frame: ep.ToolProgress) -> None:
+        """On the loop: sends ``frame`` now, or as the latest when the interval is up."""
+        if request.finished:
+            return
+        request.progress = frame
+        if request.timer is not None:
+            return  # a send is due; it will take this one
+        assert self._loop is not None
+        wait = request.next_progress - self._loop.time()
+        if wait <= 0:
+            self._flush_progress(request)
+        else:
+            request.timer = self._loop.call_later(wait, self._flush_progress, request)
+
+    def _flush_progress(self, request: _Request) -> None:
+        assert self._loop is not None
+        request.timer = None
+        frame, request.progress = request.progress, None
+        if frame is None or request.finished:
+            return
+        request.next_progress = self._loop.time() + PROGRESS_INTERVAL
+        self._send(frame)
 
     # --- writing --------------------------------------------------------------------------
 
@@ -369,6 +638,21 @@ class Extension:
             self._report("encoding a frame")
             return
         self._write(line)
+
+    def _answer(
+        self,
+        request: _Request,
+        frame: msgspec.Struct,
+        instead: Callable[[str], msgspec.Struct],
+    ) -> None:
+        """Sends the reply to ``request``, unless the host has cancelled it
+        (it would drop the reply, and count it)."""
+        if request.cancelled:
+            return
+        if request.progress is not None:  # merged, not sent yet: it goes first
+            self._send(request.progress)
+        request.finish()
+        self._reply(frame, instead)
 
     def _reply(self, frame: msgspec.Struct, instead: Callable[[str], msgspec.Struct]) -> None:
         # A reply is owed: if the handler's answer cannot be encoded (a str
@@ -385,18 +669,22 @@ class Extension:
         while data:
             data = data[os.write(self._out_fd, data) :]
 
-    def _send_soon(self, frame: msgspec.Struct) -> None:
+    def _soon(self, what: str, do: Callable[..., None], *args: Any) -> None:
+        """Runs ``do(*args)`` on the event loop: now if called there, else soon."""
         loop = self._loop
         if loop is None:
-            raise RuntimeError("notify() works once run() has started")
+            raise RuntimeError(f"{what}() works once run() has started")
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is loop:
-            self._send(frame)
-        else:
-            loop.call_soon_threadsafe(self._send, frame)
+            do(*args)
+            return
+        try:
+            loop.call_soon_threadsafe(do, *args)
+        except RuntimeError:
+            pass  # the loop is closed: the extension is leaving
 
     def _report(self, what: str) -> None:
         self.log(f"{what} failed:")
@@ -407,8 +695,11 @@ class Extension:
         if inspect.iscoroutinefunction(handler):
             return await handler(*args, **kwargs)
         loop = asyncio.get_running_loop()
+        # run_in_executor does not carry the context over: do it, so that
+        # progress() and cancelled() know their request in the thread too.
+        context = contextvars.copy_context()
         return await loop.run_in_executor(
-            self._executor, functools.partial(handler, *args, **kwargs)
+            self._executor, functools.partial(context.run, handler, *args, **kwargs)
         )
 
 
