@@ -166,6 +166,7 @@ def tool_frame(rid: str, value: Any) -> ep.ToolResult:
 
 # --- guards --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Block:
     """A guard's refusal (see :func:`block`)."""
