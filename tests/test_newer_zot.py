@@ -293,6 +293,20 @@ async def test_a_panel_round_trip(start_daemon: StartDaemon, paths: Paths, proje
     ]
 
 
+async def test_a_panel_redrawn_at_once_reaches_its_opener(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    install(paths, "nz")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        for _ in range(5):  # the reply and the redraw are read in one go
+            await zot.invoke_command("nz-board", "redraw")
+            render = await next_push(zot)
+            assert isinstance(render, ap.PanelRenderPush)
+            assert render.lines[2].startswith("> gamma")
+    assert "dropped `panel_render`" not in paths.extension_log("nz").read_text()
+
+
 async def test_only_the_opener_drives_a_panel_and_leaving_closes_it(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:

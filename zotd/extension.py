@@ -141,7 +141,7 @@ class _Pending:
     on the path of every call.
     """
 
-    __slots__ = ("callback", "deadline", "expect", "outcome", "progress", "task")
+    __slots__ = ("callback", "deadline", "expect", "on_reply", "outcome", "progress", "task")
 
     def __init__(
         self, expect: type[Reply], callback: Callable[[Reply | RequestError], None] | None = None
@@ -155,6 +155,9 @@ class _Pending:
         self.deadline = math.inf
         #: Called with each ``tool_progress`` frame for this request, if set.
         self.progress: Callable[[ep.ToolProgress], None] | None = None
+        #: Called with the reply (not an error) by the reader, before the
+        #: waiting task runs: for what must happen before the next frame is read.
+        self.on_reply: Callable[[Reply], None] | None = None
 
     def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
         """Delivers the reply (or the error); later calls do nothing."""
@@ -162,6 +165,11 @@ class _Pending:
             return
         outcome = self.outcome = error if error is not None else reply
         assert outcome is not None
+        if self.on_reply is not None and error is None:
+            try:
+                self.on_reply(outcome)  # type: ignore[arg-type]
+            except Exception:
+                log.exception("a reply's hook failed")
         if self.callback is not None:
             try:
                 self.callback(outcome)
@@ -420,8 +428,17 @@ class Extension:
         self._next_id += 1
         return outbox, str(self._next_id)
 
-    async def request(self, make: Callable[[str], bytes], expect: type[R]) -> R:
+    async def request(
+        self,
+        make: Callable[[str], bytes],
+        expect: type[R],
+        *,
+        on_reply: Callable[[R], None] | None = None,
+    ) -> R:
         """Sends the frame ``make(id)`` and waits for the reply with that id.
+
+        ``on_reply`` is called with the reply by the task that reads it,
+        before the extension's next frame is read.
 
         Cancellation (the caller's deadline) withdraws the request; a reply
         that comes later is logged and dropped.
@@ -432,6 +449,7 @@ class Extension:
         """
         outbox, rid = self._next_request()
         slot = _Pending(expect)
+        slot.on_reply = on_reply  # type: ignore[assignment]
         self._pending[rid] = slot
         try:
             try:

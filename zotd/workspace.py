@@ -426,10 +426,18 @@ class Workspace:
         ext = self.extensions[cmd.extension]
         args = args.strip()
         timeout = self._config.command_timeout
+
+        def opened(reply: ep.CommandResponse) -> None:
+            # Now, in the reader: the extension may redraw the panel in its
+            # very next frame.
+            if reply.open_panel is not None and client is not None:
+                self._open_panel(ext, reply.open_panel.id, client)
+
         with trio.move_on_after(timeout) as scope:
             reply = await ext.request(
                 lambda rid: ep.encode(ep.CommandInvoked(id=rid, name=name, args=args)),
                 ep.CommandResponse,
+                on_reply=opened,
             )
         if scope.cancelled_caught:
             raise RequestError(
@@ -439,8 +447,6 @@ class Workspace:
         if action not in ep.ACTIONS:
             error = error or f"extension {ext.name!r} answered with unknown action {action!r}"
             action = "noop"
-        if reply.open_panel is not None and client is not None:
-            self._open_panel(ext, reply.open_panel.id, client)
         return ap.InvokeData(
             extension=ext.name,
             action=action,

@@ -17,6 +17,7 @@ can see what it was sent (and in which order).
 - ``/board`` opens the panel ``board`` (a list with a cursor): keys ``up``
   and ``down`` move it (answered with ``panel_render``), ``q`` closes it
   from this side (``panel_close``); ``panel_resize`` redraws it that wide.
+  ``/board redraw`` also redraws it at once, in the same write.
 - Tools: ``count {n}`` sends ``n`` ``tool_progress`` frames, then its
   result; ``hang`` never answers, and stops when cancelled; ``late`` answers
   after 1 s whatever happens; ``weather {city}`` has a strict schema;
@@ -204,8 +205,16 @@ with open(args.log, "a") as log:
         if kind == "hello_ack":
             host.update(msg)
         elif kind == "command_invoked":
-            emit({"type": "command_response", "id": msg["id"], "action": "noop",
-                  "open_panel": board_frame("open")})  # fmt: skip
+            opened = {"type": "command_response", "id": msg["id"], "action": "noop",
+                      "open_panel": board_frame("open")}  # fmt: skip
+            if msg["args"] == "redraw":  # and redraw it in the same breath
+                board["cursor"] = 2
+                with out_lock:
+                    sys.stdout.write(json.dumps(opened) + "\n")
+                    sys.stdout.write(json.dumps(board_frame("render")) + "\n")
+                    sys.stdout.flush()
+            else:
+                emit(opened)
         elif kind == "panel_key":
             on_panel_key(msg)
         elif kind == "panel_resize":
