@@ -29,7 +29,7 @@ import zotd
 from tests.conftest import StartDaemon
 from zotd.client import Client, ZotdError, connect
 from zotd.paths import Paths
-from zotd.protocol.agent import CallData, InvokeData, NotifyPush
+from zotd.protocol.agent import CallData, InvokeData, NotifyPush, PanelClosePush, PanelRenderPush
 from zotd.protocol.extension import ImageBlock, TextBlock
 
 #: ``Extension("name"`` or ``Extension('name'``: the name an SDK script gives itself.
@@ -1096,3 +1096,105 @@ async def test_a_bare_tool_decorator_registers_or_fails_loudly(
 def test_extension_name_is_read_from_the_source() -> None:
     assert extension_name('ext = Extension("a-b", "1.0.0")') == "a-b"
     assert extension_name("ext = Extension(name='x')") == "x"
+
+
+# --- beyond the reference, through the daemon ------------------------------------
+
+NEWER = """
+    import asyncio
+    from pathlib import Path
+
+    from zotd.sdk import Extension, Panel, replace_text, rewrite
+
+    ext = Extension("sdk-newer")
+
+
+    @ext.tool()
+    def crunch(n: int) -> str:
+        for i in range(n):
+            ext.progress(f"chunk {i + 1}", i + 1, n)
+            import time
+            time.sleep(0.06)  # past the SDK's merging interval
+        return "crunched"
+
+
+    @ext.tool()
+    async def wait() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            (ext.data_dir / "cancelled").write_text("yes")
+            raise
+        return "never"
+
+
+    @ext.intercept("tool_call")
+    def quiet(event):
+        if event.get("tool_name") == "bash":
+            return rewrite({**event["tool_args"], "quiet": True})
+
+
+    @ext.intercept("assistant_message")
+    def polite(event):
+        return replace_text(event["text"].replace("darn", "d**n"))
+
+
+    @ext.command("picker")
+    def picker(args: str):
+        return Panel("pick", "Pick one", ["> red", "  blue"], "enter to choose")
+
+
+    @ext.on_panel_key
+    def key(panel_id, key, text):
+        if key == "down":
+            return Panel(panel_id, "Pick one", ["  red", "> blue"], "enter to choose")
+        if key == "enter":
+            ext.close_panel(panel_id)
+
+
+    ext.run()
+"""
+
+
+async def test_what_goes_beyond_the_reference_works_through_the_daemon(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    async with running(start_daemon, paths, project, NEWER) as zot:
+        progress: list[tuple[str, float | None, float | None]] = []
+        result = await zot.call_tool(
+            "crunch",
+            {"n": 3},
+            on_progress=lambda p: progress.append((p.message, p.progress, p.total)),
+        )
+        assert text_of(result) == "crunched"
+        assert progress == [("chunk 1", 1, 3), ("chunk 2", 2, 3), ("chunk 3", 3, 3)]
+
+        with pytest.raises(ZotdError) as err:
+            await zot.call_tool("wait", {}, timeout_s=0.3)
+        assert err.value.code == "timeout"
+        marker = paths.home / "data" / "sdk-newer" / "cancelled"
+        with trio.fail_after(5):
+            while not marker.exists():
+                await trio.sleep(0.02)
+
+        verdict = await zot.intercept("bash", {"command": "make"})
+        assert (verdict.block, verdict.args) == (False, {"command": "make", "quiet": True})
+        message = await zot.intercept_event("assistant_message", text="darn it")
+        assert message.text == "d**n it"
+
+        opened = await zot.invoke_command("picker")
+        assert opened.open_panel is not None and opened.open_panel.lines[0] == "> red"
+        await zot.panel_key("pick", "down")
+        await zot.panel_key("pick", "enter")
+        pushes = []
+        with trio.fail_after(5):
+            async for frame in zot.notifications():
+                pushes.append(frame)
+                if len(pushes) == 2:
+                    break
+        assert pushes == [
+            PanelRenderPush(
+                "sdk-newer", "pick", "Pick one", ["  red", "> blue"], "enter to choose"
+            ),
+            PanelClosePush("sdk-newer", "pick"),
+        ]
