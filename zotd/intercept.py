@@ -155,11 +155,9 @@ class Decision:
             self._answers[i] = _MISSING
             ext = guards[i]
             try:
+                # Each guard has its own stdin: written at once, not batched.
                 rid = ext.ask(
-                    make,
-                    ep.EventInterceptResponse,
-                    functools.partial(self._on_answer, i),
-                    alone=start == end,
+                    make, ep.EventInterceptResponse, functools.partial(self._on_answer, i)
                 )
             except RequestError as exc:
                 self._on_failure(i, exc)
@@ -169,15 +167,21 @@ class Decision:
     def _on_answer(self, i: int, outcome: ep.EventInterceptResponse | RequestError) -> None:
         # From the reader of guard i (or its expiry task): no request is
         # answered twice, and a withdrawn one is not answered at all.
+        # The deciding task is woken only when it has something to do: a
+        # block, a whole round in, or a rewrite at the head (to ask the
+        # guards after it again sooner), not once per answer.
         self._asked.pop(i, None)
         if isinstance(outcome, RequestError):
             self._on_failure(i, outcome)
+            urgent = False
         else:
             self._answers[i] = outcome
+            urgent = outcome.block or (
+                i == self._pos and (outcome.rewrites_args() or bool(outcome.replace_text))
+            )
             if outcome.block and self._blocker is None:
                 self._blocker = i
-                self._wake.set()
-        if i == self._pos:
+        if urgent or not self._asked:
             self._wake.set()
 
     def _on_failure(self, i: int, exc: RequestError) -> None:

@@ -36,6 +36,9 @@ from .registry import Registry
 
 log = logging.getLogger(__name__)
 
+#: The interceptable events' names, encoded once (the `event` of a payload).
+_EVENT_NAMES = {name: msgspec.Raw(msgspec.json.encode(name)) for name in ep.INTERCEPTABLE}
+
 
 class Subscriber(Protocol):
     """A client connection that takes push frames."""
@@ -610,7 +613,7 @@ class Workspace:
         "event_intercept_response"). Rewritten tool arguments must fit the
         tool's schema (for an extension's tool), else the call is blocked.
         """
-        payload = {"event": msgspec.Raw(msgspec.json.encode(event)), **payload}
+        payload = {"event": _EVENT_NAMES[event], **payload}
         guards = order(
             [e for e in self.extensions.values() if event in e.intercepts and e.running],
             self._priority,
