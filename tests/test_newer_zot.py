@@ -410,3 +410,70 @@ async def test_a_late_reply_is_dropped_and_counted(
         assert info.late_replies == 1
         assert info.state == "ready"
     assert "dropped `tool_result`" in paths.extension_log("nz").read_text()
+
+
+async def test_an_abandoned_call_is_cancelled(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    log = install(paths, "nz")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        with trio.move_on_after(0.3):  # the agent gives up on it
+            await zot.call_tool("nz-hang", {})
+        (cancel,) = await wait_for(log, "cancel")
+        assert cancel["id"] == frames(log, "tool_call")[0]["id"]
+        assert await zot.ping()
+        (info,) = await zot.list_extensions()
+        assert info.late_replies == 0
+
+
+async def test_cancel_on_the_wire(start_daemon: StartDaemon, paths: Paths, project: Path) -> None:
+    log = install(paths, "nz")
+    await start_daemon()
+    stream = await trio.open_unix_socket(str(paths.socket))
+    async with stream:
+        lines = b""
+
+        async def send(**frame: Any) -> None:
+            await stream.send_all(json.dumps(frame).encode() + b"\n")
+
+        async def replies(count: int) -> list[dict[str, Any]]:
+            nonlocal lines
+            with trio.fail_after(5):
+                while lines.count(b"\n") < count:
+                    lines += await stream.receive_some()
+            *got, lines = lines.split(b"\n", count)
+            return [json.loads(line) for line in got]
+
+        await send(id=1, type="hello", cwd=str(project))
+        await replies(1)
+        await send(id="c", type="call_tool", name="nz-hang", args={})
+        await wait_for(log, "tool_call")
+        await send(id=2, type="cancel", request_id="c")
+        await send(id=3, type="cancel", request_id="c")  # answered already
+        got = await replies(3)
+    assert got == [
+        {
+            "type": "response",
+            "id": "c",
+            "command": "call_tool",
+            "success": False,
+            "error": {"code": "cancelled", "message": "cancelled by the client"},
+        },
+        {
+            "type": "response",
+            "id": 2,
+            "command": "cancel",
+            "success": True,
+            "data": {"cancelled": True},
+        },
+        {
+            "type": "response",
+            "id": 3,
+            "command": "cancel",
+            "success": True,
+            "data": {"cancelled": False},
+        },
+    ]
+    (cancel,) = await wait_for(log, "cancel")
+    assert cancel["id"] == frames(log, "tool_call")[0]["id"]

@@ -333,6 +333,14 @@ class Client:
         try:
             self._send(line)
             await slot.wait()
+        except BaseException:
+            if type == "call_tool" and slot.reply is None and self._lost is None:
+                # Given up here (cancelled, a timeout around it): tell zotd,
+                # which tells the extension. Its reply and the call's own
+                # (a `cancelled` error) are for nobody and are ignored.
+                cancel = {"id": next(self._ids), "type": "cancel", "request_id": rid}
+                self._send(_encode(cancel) + b"\n")
+            raise
         finally:
             del self._pending[rid]
             if progress is not None:
@@ -424,7 +432,8 @@ class Client:
 
         ``on_progress`` is called (in the task reading the connection: keep it
         quick) with each ``tool_progress`` frame the tool sends; without it,
-        they go to :meth:`notifications`.
+        they go to :meth:`notifications`. Cancelling the call (a cancel
+        scope or timeout around it) tells zotd, which tells the extension.
         """
         # The hot path: no **kwargs, no copy of a dict, one decode.
         fields: dict[str, Any] = {

@@ -45,7 +45,7 @@ OUTBOX_SIZE = 1024
 HANGUP_CHECK = 0.1
 
 #: Requests that need no workspace.
-_NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe)
+_NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe, ap.CancelCall)
 
 Code = ap.ErrorCode
 
@@ -81,8 +81,9 @@ class ClientSession:
         self._read_scope = trio.CancelScope()
         #: Requests of this connection being run now.
         self.in_flight = 0
-        #: Tool calls in flight (they have no task): how to withdraw each.
-        self._calls: dict[int, Callable[[], None]] = {}
+        #: Tool calls in flight (they have no task): their request id, and
+        #: how to withdraw each.
+        self._calls: dict[int, tuple[ap.Id, Callable[[], None]]] = {}
         self._call_serial = 0
         #: The lines being handled came in one read with others: what they
         #: send on is gathered into one write, not written one by one.
@@ -117,7 +118,7 @@ class ClientSession:
         except Exception:
             log.exception("client %d: internal error", self.number)
         finally:
-            for withdraw in self._calls.values():  # the client is gone: nobody to tell
+            for _, withdraw in self._calls.values():  # the client is gone: nobody to tell
                 withdraw()
                 self._request_done()
             self._calls.clear()
@@ -216,6 +217,10 @@ class ClientSession:
         if error is not None:
             await self._send(ap.fail(req.id, command, *error))
             return
+        if type(req) is ap.CancelCall:  # answered at once: never `busy`
+            cancelled = self._cancel_call(req.request_id)
+            await self._send(ap.ok(req.id, command, ap.CancelData(cancelled)))
+            return
         busy = self._busy()
         if busy is not None:
             await self._send(ap.fail(req.id, command, Code.BUSY, busy))
@@ -265,13 +270,16 @@ class ClientSession:
         assert self.workspace is not None
         self._call_serial += 1
         key = self._call_serial
-        self._calls[key] = _nothing
+        self._calls[key] = (req.id, _nothing)
         try:
             done = functools.partial(self._call_done, key, req.id)
             progress = functools.partial(self._progress, req.id, req.name)
             alone = not self._burst and self.in_flight <= 1
-            self._calls[key] = self.workspace.start_call(
-                req.name, req.args, req.timeout_s, done, alone=alone, progress=progress
+            self._calls[key] = (
+                req.id,
+                self.workspace.start_call(
+                    req.name, req.args, req.timeout_s, done, alone=alone, progress=progress
+                ),
             )
         except Exception as exc:
             del self._calls[key]
@@ -290,6 +298,19 @@ class ClientSession:
             self._reply(self._failure(rid, "call_tool", exc))
         finally:
             self._request_done()
+
+    def _cancel_call(self, rid: ap.Id) -> bool:
+        """Abandons this connection's tool call ``rid``: the extension is sent
+        ``cancel``, and the call's reply is a ``cancelled`` error. ``False``
+        if no such call is in flight (it has been answered already)."""
+        key = next((k for k, (call_id, _) in self._calls.items() if call_id == rid), None)
+        if key is None:
+            return False
+        _, withdraw = self._calls.pop(key)
+        withdraw()
+        self._reply(ap.fail(rid, "call_tool", Code.CANCELLED, "cancelled by the client"))
+        self._request_done()
+        return True
 
     def _progress(self, rid: ap.Id, tool: str, extension: str, frame: ep.ToolProgress) -> None:
         self.deliver(
@@ -391,6 +412,7 @@ class ClientSession:
             case ap.PanelKey() | ap.PanelResize() | ap.PanelClose():
                 ws.panel_input(self, req)
                 return ap.Empty()
+
         raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
 
     async def _hello(self, req: ap.Hello) -> ap.HelloData:

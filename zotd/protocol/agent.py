@@ -39,6 +39,8 @@ class ErrorCode:
     SHUTTING_DOWN: Final = "shutting_down"
     #: Too many requests in flight, on this connection or in all.
     BUSY: Final = "busy"
+    #: The client gave the request up (``cancel``).
+    CANCELLED: Final = "cancelled"
     #: A bug in zotd; the message says what, and the daemon log has the traceback.
     INTERNAL: Final = "internal"
 
@@ -141,6 +143,13 @@ class PanelClose(_Request, tag="panel_close"):
     extension: str = ""
 
 
+class CancelCall(_Request, tag="cancel"):
+    """Gives up this connection's ``call_tool`` whose ``id`` is ``request_id``:
+    its extension is told, and that call's reply is a ``cancelled`` error."""
+
+    request_id: Id
+
+
 class Subscribe(_Request, tag="subscribe"):
     """Turns push frames on (or off) for this connection."""
 
@@ -210,6 +219,7 @@ Request = (
     | PanelKey
     | PanelResize
     | PanelClose
+    | CancelCall
     | Subscribe
     | ExtInstall
     | ExtRemove
@@ -408,6 +418,13 @@ class CallData(msgspec.Struct, gc=False):
     is_error: bool = False
 
 
+class CancelData(msgspec.Struct, gc=False):
+    """``data`` of ``cancel``: whether the call was still in flight (else it
+    had been answered already, and nothing changed)."""
+
+    cancelled: bool
+
+
 class EmitData(msgspec.Struct, gc=False):
     """``data`` of ``emit_event``: the extensions the event was queued for."""
 
@@ -499,6 +516,7 @@ _request_decoder: FrameDecoder[Request] = FrameDecoder(
         PanelKey,
         PanelResize,
         PanelClose,
+        CancelCall,
         Subscribe,
         ExtInstall,
         ExtRemove,
