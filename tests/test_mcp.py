@@ -187,3 +187,26 @@ async def test_no_daemon_and_no_autostart_fails(paths: Paths, project: Path) -> 
     assert done.returncode == 1
     assert done.stdout == b""
     assert b"zotd is not running" in done.stderr
+
+
+async def test_tool_progress_becomes_mcp_progress(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    # An extension written for newer zot, which reports progress.
+    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
+    frames = paths.home / "nz.frames"
+    add_extension(paths.extensions_dir, "nz", "--log", str(frames), script=newer)
+    await start_daemon()
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with mcp_session(paths, project) as session:
+        with trio.fail_after(20):
+            result = await session.call_tool("nz-count", {"n": 3}, progress_callback=on_progress)
+            plain = await session.call_tool("nz-count", {"n": 2})  # no token: no progress
+    assert not result.is_error
+    assert result.content == [mt.TextContent(type="text", text="counted to 3")]
+    assert not plain.is_error
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]

@@ -18,6 +18,7 @@ stdout is the MCP stream: nothing else is written to it. This module imports
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -35,6 +36,9 @@ from . import __version__
 from .client import Client, ZotdError, connect
 from .protocol import agent as ap
 from .protocol.extension import ImageBlock, TextBlock
+
+#: Progress updates that may wait to be reported to the MCP client.
+PROGRESS_BUFFER = 64
 
 #: The one argument of every prompt: what a user would type after ``/NAME``.
 ARGS = "args"
@@ -158,7 +162,10 @@ class Bridge:
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
         try:
-            res = await self.zot.call_tool(params.name, params.arguments or {})
+            if ctx.meta is not None and "progress_token" in ctx.meta:
+                res = await self._call_reporting(ctx, params)
+            else:
+                res = await self.zot.call_tool(params.name, params.arguments or {})
         except ZotdError as exc:
             # Unknown tools, timeouts, crashed extensions: the model sees why.
             return mt.CallToolResult(
@@ -167,6 +174,34 @@ class Bridge:
         return mt.CallToolResult(
             content=[content_of(b) for b in res.content], is_error=res.is_error
         )
+
+    async def _call_reporting(
+        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+    ) -> ap.CallData:
+        """A tool call whose ``tool_progress`` frames become MCP progress
+        notifications (for a caller that sent a progress token). A
+        cancellation from the MCP client cancels this task, and so the call:
+        zotd tells the extension."""
+        send, receive = anyio.create_memory_object_stream[ap.ToolProgressPush](PROGRESS_BUFFER)
+
+        def queue(frame: ap.ToolProgressPush) -> None:
+            with contextlib.suppress(anyio.WouldBlock):  # too fast to report: skip one
+                send.send_nowait(frame)
+
+        async def report() -> None:
+            count = 0
+            async for frame in receive:
+                count += 1
+                done = frame.progress if frame.progress is not None else float(count)
+                await ctx.session.report_progress(done, frame.total, frame.message or None)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(report)
+            with send:
+                result = await self.zot.call_tool(
+                    params.name, params.arguments or {}, on_progress=queue
+                )
+        return result
 
     async def list_prompts(
         self, ctx: ServerRequestContext[Any, Any], params: mt.PaginatedRequestParams | None
