@@ -210,3 +210,19 @@ async def test_tool_progress_becomes_mcp_progress(
     assert result.content == [mt.TextContent(type="text", text="counted to 3")]
     assert not plain.is_error
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+async def test_a_cancelled_mcp_call_cancels_the_extensions_work(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
+    frames = paths.home / "nz.frames"
+    add_extension(paths.extensions_dir, "nz", "--log", str(frames), script=newer)
+    await start_daemon()
+    async with mcp_session(paths, project) as session:
+        with trio.move_on_after(1):  # the host gives up on the call
+            await session.call_tool("nz-hang", {})
+        with trio.fail_after(10):
+            while '"type":"cancel"' not in (frames.read_text() if frames.exists() else ""):
+                await trio.sleep(0.05)
+        assert (await session.call_tool("nz-count", {"n": 1})).is_error is False
