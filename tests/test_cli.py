@@ -570,6 +570,23 @@ def test_quickstart_hellopy(cli: Cli) -> None:
     assert commands.stdout == "/hellopy  say hi (python)  (hello-py)\n"
 
 
+def test_zot_run_shows_the_panel_a_command_opens(cli: Cli, short_tmp: Path) -> None:
+    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
+    log = short_tmp / "nz.frames"
+    cli.start("-e", str(add_extension(short_tmp / "exts", "nz", "--log", str(log), script=newer)))
+    res = cli.zot("run", "/nz-board")
+    assert (res.returncode, res.stderr) == (0, "")
+    assert res.stdout.splitlines() == [
+        "[nz] Board",
+        "  > alpha             ",
+        "    beta              ",
+        "    gamma             ",
+        "  up/down, q",
+    ]
+    # The panel closed with the command's connection.
+    wait_until(lambda: '"type":"panel_close"' in log.read_text(), 5, "panel_close")
+
+
 def test_zot_run_passes_dashed_args_through(cli: Cli, ext_dir: Path) -> None:
     cli.start("-e", str(ext_dir))
     res = cli.zot("run", "/go", "--force", "-n", "3")
