@@ -12,6 +12,7 @@ a failed reply raises :class:`ZotdError` with the protocol's error ``code``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -339,7 +340,8 @@ class Client:
                 # which tells the extension. Its reply and the call's own
                 # (a `cancelled` error) are for nobody and are ignored.
                 cancel = {"id": next(self._ids), "type": "cancel", "request_id": rid}
-                self._send(_encode(cancel) + b"\n")
+                with contextlib.suppress(ZotdError):  # the connection is gone: nothing to tell
+                    self._send(_encode(cancel) + b"\n")
             raise
         finally:
             del self._pending[rid]

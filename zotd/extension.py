@@ -652,7 +652,8 @@ class Extension:
         elif isinstance(frame, ep.ToolProgress):
             self._on_progress(frame)
         elif isinstance(frame, ep.PanelRender | ep.PanelClose):
-            self._host.on_panel(self, frame)
+            if self._noisy():  # a flood of redraws slows the flooder alone
+                self._host.on_panel(self, frame)
         elif isinstance(frame, ep.RegisterCommand):
             self._report_shadow(self._host.on_register_command(self, frame))
         elif isinstance(frame, ep.RegisterTool):

@@ -513,7 +513,8 @@ class Workspace:
             frame = ep.PanelKey(panel_id=req.panel_id, key=req.key, text=req.text)
         else:
             frame = ep.PanelResize(panel_id=req.panel_id, width=req.width, height=req.height)
-        if not self.extensions[key[0]].send_nowait(ep.encode(frame)):
+        ext = self.extensions.get(key[0])
+        if ext is None or not ext.send_nowait(ep.encode(frame)):
             raise RequestError(
                 ap.ErrorCode.EXTENSION_FAILED,
                 f"extension {key[0]!r} is not taking input (not running, or not reading it)",
