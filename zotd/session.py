@@ -89,6 +89,8 @@ class ClientSession:
         #: send on is gathered into one write, not written one by one.
         self._burst = False
         self._calls_idle: trio.Event | None = None
+        #: Set when the last request in flight is done, once input has ended.
+        self._drained: trio.Event | None = None
 
     async def run(self) -> None:
         """Serves the connection; never raises ``Exception``.
@@ -139,9 +141,11 @@ class ClientSession:
         fileno = fileno_of(self._stream)
         if fileno is None:
             return
+        self._drained = trio.Event()
         while self.in_flight:
-            await trio.sleep(HANGUP_CHECK)
-            if _hung_up(fileno()):
+            with trio.move_on_after(HANGUP_CHECK):
+                await self._drained.wait()
+            if self.in_flight and _hung_up(fileno()):
                 log.debug("client %d: hung up; cancelling its requests", self.number)
                 cancel_all.cancel()
                 return
@@ -261,6 +265,8 @@ class ClientSession:
         self.daemon.in_flight -= 1
         if not self._calls and self._calls_idle is not None:
             self._calls_idle.set()
+        if not self.in_flight and self._drained is not None:
+            self._drained.set()
 
     # --- tool calls: the hot path, without a task each ------------------------------
 
