@@ -43,9 +43,12 @@ class Tool:
         checked: zotd passes a model's arguments on untouched, as the
         reference says the extension validates them).
         """
-        if self._validator is None:
-            self._validator = Validator(msgspec.json.decode(self.schema))
-        return self._validator.check(msgspec.json.decode(args))
+        try:
+            if self._validator is None:
+                self._validator = Validator(msgspec.json.decode(self.schema))
+            return self._validator.check(msgspec.json.decode(args))
+        except (msgspec.DecodeError, RecursionError):
+            return None  # JSON nested past what can be read: not ours to refuse
 
 
 class Registry:
