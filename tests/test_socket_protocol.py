@@ -242,6 +242,27 @@ async def test_bad_arguments_of_known_requests(
         # Unknown extra fields are tolerated (forward compatibility).
         reply = await c.request({"id": 14, "type": "call_tool", "name": "echo", "future": 1})
         assert reply["success"] is True
+        # The requests beyond the first version: mistyped fields, missing panels.
+        for rid, request, code in [
+            (20, {"type": "intercept", "event": "turn_start", "step": "one"}, "bad_request"),
+            (21, {"type": "intercept", "event": "assistant_message", "text": 5}, "bad_request"),
+            (22, {"type": "panel_key", "key": "up"}, "bad_request"),
+            (
+                23,
+                {"type": "panel_resize", "panel_id": "p", "width": "wide", "height": 1},
+                "bad_request",
+            ),
+            (24, {"type": "panel_key", "panel_id": "p", "key": "up"}, "not_found"),
+            (25, {"type": "panel_close", "panel_id": "p", "extension": "t"}, "not_found"),
+            (26, {"type": "cancel", "request_id": [1]}, "bad_request"),
+            (27, {"type": "cancel"}, "bad_request"),
+        ]:
+            reply = await c.request({"id": rid, **request})
+            assert error_of(reply) == (rid, request["type"], code), reply
+        reply = await c.request({"id": 28, "type": "cancel", "request_id": 999})
+        assert reply == ok(28, "cancel", {"cancelled": False})
+        reply = await c.request({"id": 29, "type": "ping"})
+        assert reply == ok(29, "ping", {"pong": True})
 
 
 async def test_push_frames_on_the_wire(
