@@ -312,6 +312,7 @@ def test_error_codes() -> None:
         "frame_too_large",
         "shutting_down",
         "busy",
+        "cancelled",
         "internal",
     }
 

@@ -738,7 +738,7 @@ async def test_command_responses_map_to_invoke_command(
     """
 
     def invoked(action: str, field: str = "", text: str = "", error: str = "") -> InvokeData:
-        fields = {field: text} if field else {}
+        fields: dict[str, Any] = {field: text} if field else {}
         return InvokeData(extension="sdk-commands", action=action, error=error, **fields)
 
     async with running(start_daemon, paths, project, source) as zot:

@@ -243,7 +243,7 @@ async def test_bad_arguments_of_known_requests(
         reply = await c.request({"id": 14, "type": "call_tool", "name": "echo", "future": 1})
         assert reply["success"] is True
         # The requests beyond the first version: mistyped fields, missing panels.
-        for rid, request, code in [
+        cases: list[tuple[int, dict[str, Any], str]] = [
             (20, {"type": "intercept", "event": "turn_start", "step": "one"}, "bad_request"),
             (21, {"type": "intercept", "event": "assistant_message", "text": 5}, "bad_request"),
             (22, {"type": "panel_key", "key": "up"}, "bad_request"),
@@ -256,7 +256,8 @@ async def test_bad_arguments_of_known_requests(
             (25, {"type": "panel_close", "panel_id": "p", "extension": "t"}, "not_found"),
             (26, {"type": "cancel", "request_id": [1]}, "bad_request"),
             (27, {"type": "cancel"}, "bad_request"),
-        ]:
+        ]
+        for rid, request, code in cases:
             reply = await c.request({"id": rid, **request})
             assert error_of(reply) == (rid, request["type"], code), reply
         reply = await c.request({"id": 28, "type": "cancel", "request_id": 999})
