@@ -30,9 +30,10 @@ import pytest
 import trio
 
 from tests.conftest import StartDaemon
-from zotd.client import Client, connect
+from zotd.client import Client, ZotdError, connect
 from zotd.paths import Paths
-from zotd.protocol.extension import TextBlock
+from zotd.protocol import agent as ap
+from zotd.protocol.extension import PanelSpec, TextBlock
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "extensions"
 BIN = Path(sys.executable).parent
@@ -336,7 +337,7 @@ async def test_clock_displays_the_time_and_prompts_for_a_standup(user: User) -> 
 
 async def test_todo_keeps_its_list_across_a_reload(user: User) -> None:
     stored = user.data("todo") / "todos.json"
-    assert await user.install("todo") == installed(user, "todo", "/todo, todos")
+    assert await user.install("todo") == installed(user, "todo", "/todo, /todo-board, todos")
     assert await user.zot("run", "/todo", "add", "buy milk") == Ran(0, "added 1. buy milk\n", "")
     async with connect(user.paths.socket, cwd=user.project) as zot:
         added = await zot.invoke_command("todo", "add call the plumber")
@@ -377,6 +378,123 @@ async def test_todo_reports_a_broken_file_instead_of_overwriting_it(user: User) 
     assert listed.error.startswith(f"cannot read {stored}: "), listed
     assert tool.is_error and texts(tool.content)[0].startswith(f"cannot read {stored}: ")
     assert stored.read_text() == "{not json"
+
+
+BOARD_KEYS = "up/down move · space/x done · d delete · q close"
+
+
+async def next_push(zot: Client) -> ap.Push:
+    """The next push frame: a panel's frames reach the connection that opened
+    it without ``subscribe``."""
+    with trio.fail_after(TIMEOUT):
+        async for frame in zot.notifications():
+            return frame
+    raise AssertionError("the connection closed")
+
+
+async def redrawn(zot: Client) -> tuple[str, list[str]]:
+    """The title and lines of the board's next redraw."""
+    push = await next_push(zot)
+    assert isinstance(push, ap.PanelRenderPush), push
+    assert (push.extension, push.panel_id, push.footer) == ("todo", "todo-board", BOARD_KEYS)
+    return push.title, push.lines
+
+
+async def test_todo_board_checks_items_off_and_closes(user: User) -> None:
+    stored = user.data("todo") / "todos.json"
+    await user.install("todo")
+    # zot run shows the panel as it opened.
+    assert await user.zot("run", "/todo-board") == Ran(
+        0,
+        f"[todo] Todos (0 open)\n  nothing to do: add items with /todo add TEXT\n  {BOARD_KEYS}\n",
+        "",
+    )
+    await user.zot("run", "/todo", "add", "buy milk")
+    await user.zot("run", "/todo", "add", "call the plumber")
+    async with connect(user.paths.socket, cwd=user.project) as zot:
+        opened = await zot.invoke_command("todo-board")
+        assert (opened.extension, opened.action, opened.error) == ("todo", "noop", "")
+        assert opened.open_panel == PanelSpec(
+            id="todo-board",
+            title="Todos (2 open)",
+            lines=["> [ ] 1. buy milk", "  [ ] 2. call the plumber"],
+            footer=BOARD_KEYS,
+        )
+        await zot.panel_key("todo-board", "down")
+        assert await redrawn(zot) == (
+            "Todos (2 open)",
+            ["  [ ] 1. buy milk", "> [ ] 2. call the plumber"],
+        )
+        await zot.panel_key("todo-board", "down")  # already at the bottom: stays
+        assert (await redrawn(zot))[1] == ["  [ ] 1. buy milk", "> [ ] 2. call the plumber"]
+        await zot.panel_key("todo-board", "x", text="x")
+        assert await redrawn(zot) == (
+            "Todos (1 open)",
+            ["  [ ] 1. buy milk", "> [x] 2. call the plumber"],
+        )
+        # Saved: /todo and the tool see it at once, the panel still open.
+        listed = await zot.invoke_command("todo")
+        tool = await zot.call_tool("todos")
+        assert listed.display == "1. buy milk"
+        assert texts(tool.content) == ["1. buy milk"]
+        await zot.panel_key("todo-board", "up")
+        assert (await redrawn(zot))[1] == ["> [ ] 1. buy milk", "  [x] 2. call the plumber"]
+        await zot.panel_key("todo-board", "space", text=" ")
+        assert await redrawn(zot) == (
+            "Todos (0 open)",
+            ["> [x] 1. buy milk", "  [x] 2. call the plumber"],
+        )
+        await zot.panel_key("todo-board", "space", text=" ")  # and on again
+        assert await redrawn(zot) == (
+            "Todos (1 open)",
+            ["> [ ] 1. buy milk", "  [x] 2. call the plumber"],
+        )
+        await zot.panel_key("todo-board", "enter")  # not a board key: no redraw
+        await zot.panel_key("todo-board", "q", text="q")
+        assert await next_push(zot) == ap.PanelClosePush("todo", "todo-board", reason="extension")
+        with pytest.raises(ZotdError) as err:
+            await zot.panel_key("todo-board", "down")
+        assert err.value.code == "not_found"
+    assert await user.zot("run", "/todo", "list") == Ran(0, "1. buy milk\n", "")
+    assert json.loads(stored.read_text())["items"] == [
+        {"id": 1, "text": "buy milk", "done": False},
+        {"id": 2, "text": "call the plumber", "done": True},
+    ]
+    assert sorted(p.name for p in stored.parent.iterdir()) == ["todos.json"]
+
+
+async def test_todo_board_fits_a_narrow_panel_and_deletes(user: User) -> None:
+    stored = user.data("todo") / "todos.json"
+    async with connect(user.paths.socket, cwd=user.project) as zot:
+        await install(zot, "todo")
+        await zot.invoke_command("todo", "add buy milk")
+        await zot.invoke_command("todo", "add call the plumber about the sink")
+        opened = await zot.invoke_command("todo-board")
+        assert opened.open_panel is not None
+        assert opened.open_panel.lines[1] == "  [ ] 2. call the plumber about the sink"
+        await zot.panel_resize("todo-board", 20, 10)
+        title, lines = await redrawn(zot)
+        assert (title, lines) == ("Todos (2 open)", ["> [ ] 1. buy milk", "  [ ] 2. call the p…"])
+        assert all(len(line) <= 20 for line in lines)
+        await zot.panel_key("todo-board", "d", text="d")  # still 20 wide
+        assert await redrawn(zot) == ("Todos (1 open)", ["> [ ] 2. call the p…"])
+        # The list changed behind the board: the next redraw shows it.
+        await zot.invoke_command("todo", "add water the plants")
+        await zot.panel_key("todo-board", "down")
+        assert (await redrawn(zot))[1] == ["  [ ] 2. call the p…", "> [ ] 3. water the …"]
+        await zot.panel_key("todo-board", "d", text="d")
+        await zot.panel_key("todo-board", "d", text="d")
+        assert (await redrawn(zot))[1] == ["> [ ] 2. call the p…"]
+        assert await redrawn(zot) == ("Todos (0 open)", ["nothing to do: add …"])
+        await zot.panel_key("todo-board", "escape")
+        assert await next_push(zot) == ap.PanelClosePush("todo", "todo-board", reason="extension")
+        added = await zot.invoke_command("todo", "add buy bread")
+    # Deleted numbers are not given out again.
+    assert added.display == "added 4. buy bread"
+    assert json.loads(stored.read_text()) == {
+        "next": 5,
+        "items": [{"id": 4, "text": "buy bread", "done": False}],
+    }
 
 
 # --- clock-sh: the raw protocol in POSIX shell ---------------------------------------
