@@ -27,6 +27,8 @@ settings.load_profile("zotd")
 EXTENSIONS = Path(__file__).parent / "extensions"
 FAKE = EXTENSIONS / "fake.py"
 QUICKSTART = EXTENSIONS / "quickstart.py"
+#: An extension written the way newer zot's SDK behaves (see its docstring).
+NEWER_ZOT = EXTENSIONS / "newer_zot.py"
 
 #: Real-clock tests use short deadlines so that waiting for one costs little.
 FAST = Config(
@@ -100,6 +102,20 @@ def add_extension(
     fields.update(manifest or {})
     (directory / "extension.json").write_text(json.dumps(fields))
     return directory
+
+
+def add_newer_zot(root: Path, name: str, frames: Path, *options: str, priority: int = 0) -> Path:
+    """Writes ``root/name/extension.json`` running ``tests/extensions/newer_zot.py``,
+    which appends every frame it reads to ``frames``; ``options`` are its own."""
+    return add_extension(
+        root,
+        name,
+        "--log",
+        str(frames),
+        *options,
+        manifest={"priority": priority} if priority else None,
+        script=NEWER_ZOT,
+    )
 
 
 def quickstart_dir(root: Path) -> Path:

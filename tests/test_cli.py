@@ -23,7 +23,7 @@ from typing import IO, Any
 import pytest
 import trio
 
-from tests.conftest import add_extension, pid_alive, quickstart_dir
+from tests.conftest import add_extension, add_newer_zot, pid_alive, quickstart_dir
 from zotd import __version__
 from zotd.client import connect
 
@@ -571,9 +571,8 @@ def test_quickstart_hellopy(cli: Cli) -> None:
 
 
 def test_zot_run_shows_the_panel_a_command_opens(cli: Cli, short_tmp: Path) -> None:
-    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
     log = short_tmp / "nz.frames"
-    cli.start("-e", str(add_extension(short_tmp / "exts", "nz", "--log", str(log), script=newer)))
+    cli.start("-e", str(add_newer_zot(short_tmp / "exts", "nz", log)))
     res = cli.zot("run", "/nz-board")
     assert (res.returncode, res.stderr) == (0, "")
     assert res.stdout.splitlines() == [

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import trio
 
-from tests.conftest import StartDaemon, add_extension
+from tests.conftest import StartDaemon, add_extension, add_newer_zot
 from tests.test_autostart import daemons_on
 from tests.test_examples import EXAMPLES, ZOT, Ran, install, user_env, wait_for_lines
 from zotd.client import connect
@@ -183,13 +183,15 @@ async def test_rewritten_input_is_shown_to_the_user_as_it_will_run(
     agent: Agent, start_daemon: StartDaemon
 ) -> None:
     # A guard written for newer zot, which rewrites tool arguments.
-    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
     frames = agent.paths.home / "capper.frames"
-    add_extension(
+    add_newer_zot(
         agent.paths.extensions_dir,
         "capper",
-        *("--log", str(frames), "--intercept", "tool_call", "--set", "timeout=60000"),
-        script=newer,
+        frames,
+        "--intercept",
+        "tool_call",
+        "--set",
+        "timeout=60000",
     )
     await start_daemon(env=agent.env)
     stdin = agent.payload("pre-tool-use-harmless")

@@ -17,7 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp import types as mt
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import StartDaemon, add_extension, pid_alive
+from tests.conftest import StartDaemon, add_extension, add_newer_zot, pid_alive
 from zotd.client import connect
 from zotd.paths import Paths
 
@@ -192,10 +192,8 @@ async def test_no_daemon_and_no_autostart_fails(paths: Paths, project: Path) -> 
 async def test_tool_progress_becomes_mcp_progress(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
-    # An extension written for newer zot, which reports progress.
-    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
     frames = paths.home / "nz.frames"
-    add_extension(paths.extensions_dir, "nz", "--log", str(frames), script=newer)
+    add_newer_zot(paths.extensions_dir, "nz", frames)
     await start_daemon()
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -215,9 +213,8 @@ async def test_tool_progress_becomes_mcp_progress(
 async def test_a_cancelled_mcp_call_cancels_the_extensions_work(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
-    newer = Path(__file__).parent / "extensions" / "newer_zot.py"
     frames = paths.home / "nz.frames"
-    add_extension(paths.extensions_dir, "nz", "--log", str(frames), script=newer)
+    add_newer_zot(paths.extensions_dir, "nz", frames)
     await start_daemon()
     async with mcp_session(paths, project) as session:
         with trio.move_on_after(1):  # the host gives up on the call

@@ -10,7 +10,6 @@ at what the extension was sent (its ``--log`` of frames).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +17,17 @@ import msgspec
 import pytest
 import trio
 
-from tests.conftest import FAST, StartDaemon
+from tests.conftest import FAST, StartDaemon, add_newer_zot
 from zotd.client import Client, ZotdError, connect
 from zotd.config import ExtensionSettings
 from zotd.paths import Paths
 from zotd.protocol import agent as ap
 
-NEWER = Path(__file__).parent / "extensions" / "newer_zot.py"
 
-
-def install(paths: Paths, name: str, *options: str, priority: int | None = None) -> Path:
+def install(paths: Paths, name: str, *options: str, priority: int = 0) -> Path:
     """Installs the fixture as extension ``name``; returns the log of frames it reads."""
-    directory = paths.extensions_dir / name
-    directory.mkdir(parents=True)
-    log = directory.parent.parent / f"{name}.frames"
-    manifest: dict[str, Any] = {
-        "name": name,
-        "version": "2.0.0",
-        "exec": sys.executable,
-        "args": [str(NEWER), "--name", name, "--log", str(log), *options],
-    }
-    if priority is not None:
-        manifest["priority"] = priority
-    (directory / "extension.json").write_text(json.dumps(manifest))
+    log = paths.home / f"{name}.frames"
+    add_newer_zot(paths.extensions_dir, name, log, *options, priority=priority)
     return log
 
 
