@@ -67,7 +67,7 @@ async def test_registrations_before_hello_ack_without_ready(
     assert info.state == "ready"
     assert info.capabilities == ["commands", "tools", "events", "panels"]
     assert {"nz-count", "nz-hang", "nz-late", "weather", "nz-remember"} <= tools
-    assert info.commands == ["nz-board"]
+    assert info.commands == ["nz-board", "nz-wait"]
     (ack,) = frames(log, "hello_ack")
     assert ack["data_dir"] == str(paths.home / "data" / "nz")
     assert ack["extension_dir"] == str(paths.extensions_dir / "nz")
@@ -464,3 +464,56 @@ async def test_cancel_on_the_wire(start_daemon: StartDaemon, paths: Paths, proje
     ]
     (cancel,) = await wait_for(log, "cancel")
     assert cancel["id"] == frames(log, "tool_call")[0]["id"]
+
+
+async def test_an_abandoned_command_or_intercept_is_cancelled(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    log = install(paths, "nz", "--intercept", "tool_call", "--silent")
+    await start_daemon()
+    async with connect(paths.socket, cwd=project) as zot:
+        with trio.move_on_after(0.3):
+            await zot.invoke_command("nz-wait")
+        with trio.move_on_after(0.3):  # well inside the 5 s intercept bound
+            await zot.intercept("bash", {"command": "ls"})
+        cancels = await wait_for(log, "cancel", 2)
+        (invoked,) = frames(log, "command_invoked")
+        (asked,) = frames(log, "event_intercept")
+        assert [c["id"] for c in cancels] == [invoked["id"], asked["id"]]
+        assert await zot.ping()
+
+
+async def test_cancel_of_a_command_on_the_wire(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    log = install(paths, "nz")
+    await start_daemon()
+    async with await trio.open_unix_socket(str(paths.socket)) as stream:
+        await stream.send_all(
+            json.dumps({"id": 1, "type": "hello", "cwd": str(project)}).encode() + b"\n"
+        )
+        await stream.send_all(b'{"id":2,"type":"invoke_command","name":"nz-wait"}\n')
+        await wait_for(log, "command_invoked")
+        await stream.send_all(b'{"id":3,"type":"cancel","request_id":2}\n')
+        got = b""
+        with trio.fail_after(5):
+            while got.count(b"\n") < 3:
+                got += await stream.receive_some()
+    # (A cancelled command's reply comes from its own task: in either order.)
+    by_id = {reply["id"]: reply for reply in map(json.loads, got.splitlines())}
+    hello, cancelled, answer = by_id[1], by_id[2], by_id[3]
+    assert hello["success"] is True
+    assert answer == {
+        "type": "response",
+        "id": 3,
+        "command": "cancel",
+        "success": True,
+        "data": {"cancelled": True},
+    }
+    assert cancelled == {
+        "type": "response",
+        "id": 2,
+        "command": "invoke_command",
+        "success": False,
+        "error": {"code": "cancelled", "message": "cancelled by the client"},
+    }

@@ -36,6 +36,9 @@ from .protocol.lines import LineSplitter, Oversized
 
 log = logging.getLogger(__name__)
 
+#: Requests zotd can give up when the client does (see ``cancel``).
+_CANCELLABLE = frozenset({"call_tool", "invoke_command", "intercept"})
+
 if TYPE_CHECKING:
     import trio
 
@@ -335,9 +338,9 @@ class Client:
             self._send(line)
             await slot.wait()
         except BaseException:
-            if type == "call_tool" and slot.reply is None and self._lost is None:
+            if type in _CANCELLABLE and slot.reply is None and self._lost is None:
                 # Given up here (cancelled, a timeout around it): tell zotd,
-                # which tells the extension. Its reply and the call's own
+                # which tells the extensions. Its reply and the request's own
                 # (a `cancelled` error) are for nobody and are ignored.
                 cancel = {"id": next(self._ids), "type": "cancel", "request_id": rid}
                 with contextlib.suppress(ZotdError):  # the connection is gone: nothing to tell
@@ -435,7 +438,8 @@ class Client:
         ``on_progress`` is called (in the task reading the connection: keep it
         quick) with each ``tool_progress`` frame the tool sends; without it,
         they go to :meth:`notifications`. Cancelling the call (a cancel
-        scope or timeout around it) tells zotd, which tells the extension.
+        scope or timeout around it) tells zotd, which tells the extension
+        (so does cancelling :meth:`invoke_command` or :meth:`intercept`).
         """
         # The hot path: no **kwargs, no copy of a dict, one decode.
         fields: dict[str, Any] = {

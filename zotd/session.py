@@ -44,6 +44,10 @@ OUTBOX_SIZE = 1024
 #: whether it hung up (then they are cancelled) or only half-closed.
 HANGUP_CHECK = 0.1
 
+#: Requests (besides ``call_tool``) that ``cancel`` may stop; the others
+#: (``ext_*`` changes, once begun, are carried through) run to the end.
+_CANCELLABLE = (ap.InvokeCommand, ap.Intercept)
+
 #: Requests that need no workspace.
 _NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe, ap.CancelCall)
 
@@ -84,6 +88,8 @@ class ClientSession:
         #: Tool calls in flight (they have no task): their request id, and
         #: how to withdraw each.
         self._calls: dict[int, tuple[ap.Id, Callable[[], None]]] = {}
+        #: Other requests in flight that ``cancel`` may stop: their id and scope.
+        self._running: dict[int, tuple[ap.Id, trio.CancelScope]] = {}
         self._call_serial = 0
         #: The lines being handled came in one read with others: what they
         #: send on is gathered into one write, not written one by one.
@@ -222,7 +228,7 @@ class ClientSession:
             await self._send(ap.fail(req.id, command, *error))
             return
         if type(req) is ap.CancelCall:  # answered at once: never `busy`
-            cancelled = self._cancel_call(req.request_id)
+            cancelled = self._cancel(req.request_id)
             await self._send(ap.ok(req.id, command, ap.CancelData(cancelled)))
             return
         busy = self._busy()
@@ -255,9 +261,18 @@ class ClientSession:
         return None
 
     async def _run_request(self, req: ap.Request, command: str, line: bytes) -> None:
+        self._call_serial += 1
+        key = self._call_serial
         try:
-            await self._send(await self._answer(req, command, line))
+            with trio.CancelScope() as scope:
+                if type(req) in _CANCELLABLE:
+                    self._running[key] = (req.id, scope)
+                reply = await self._answer(req, command, line)
+            if scope.cancelled_caught:  # by `cancel`: other cancellations propagate
+                reply = ap.fail(req.id, command, Code.CANCELLED, "cancelled by the client")
+            await self._send(reply)
         finally:
+            self._running.pop(key, None)
             self._request_done()
 
     def _request_done(self) -> None:
@@ -305,17 +320,23 @@ class ClientSession:
         finally:
             self._request_done()
 
-    def _cancel_call(self, rid: ap.Id) -> bool:
-        """Abandons this connection's tool call ``rid``: the extension is sent
-        ``cancel``, and the call's reply is a ``cancelled`` error. ``False``
-        if no such call is in flight (it has been answered already)."""
+    def _cancel(self, rid: ap.Id) -> bool:
+        """Abandons this connection's request ``rid`` (a ``call_tool``,
+        ``invoke_command`` or ``intercept``): the extensions working on it are
+        sent ``cancel``, and its reply is a ``cancelled`` error. ``False`` if
+        no such request is in flight (it has been answered already)."""
         key = next((k for k, (call_id, _) in self._calls.items() if call_id == rid), None)
+        if key is not None:
+            _, withdraw = self._calls.pop(key)
+            withdraw()
+            self._reply(ap.fail(rid, "call_tool", Code.CANCELLED, "cancelled by the client"))
+            self._request_done()
+            return True
+        key = next((k for k, (req_id, _) in self._running.items() if req_id == rid), None)
         if key is None:
             return False
-        _, withdraw = self._calls.pop(key)
-        withdraw()
-        self._reply(ap.fail(rid, "call_tool", Code.CANCELLED, "cancelled by the client"))
-        self._request_done()
+        _, scope = self._running.pop(key)
+        scope.cancel()  # its task sends the reply
         return True
 
     def _progress(self, rid: ap.Id, tool: str, extension: str, frame: ep.ToolProgress) -> None:

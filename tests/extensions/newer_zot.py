@@ -7,7 +7,7 @@ its capabilities; and never sends ``ready``. It uses the frames that go
 beyond the reference: panels, ``tool_progress``, ``cancel``,
 ``modified_args`` and ``replace_text``, ``hello_ack``'s ``data_dir``.
 
-    newer_zot.py --name NAME --log FILE [--intercept e1,e2]
+    newer_zot.py --name NAME --log FILE [--intercept e1,e2] [--silent]
                  [--set KEY=JSON]... [--block-if TEXT] [--block-turn-after N]
                  [--replace OLD=NEW] [--bad-rewrite JSON]
 
@@ -23,7 +23,8 @@ can see what it was sent (and in which order).
   after 1 s whatever happens; ``weather {city}`` has a strict schema;
   ``remember {note}`` appends to ``notes.txt`` in ``data_dir``, and refuses
   (as zot's SDK does) when the host sent none.
-- Guard options: ``--set`` rewrites a tool call's arguments (one key each),
+- ``/wait`` never answers.
+- Guard options: ``--silent`` never answers, ``--set`` rewrites a tool call's arguments (one key each),
   ``--bad-rewrite`` rewrites them into the given JSON, ``--block-if`` blocks
   a tool call whose arguments contain TEXT, ``--block-turn-after`` blocks
   turns past step N, ``--replace`` rewrites assistant messages.
@@ -63,6 +64,7 @@ p.add_argument("--bad-rewrite")
 p.add_argument("--block-if")
 p.add_argument("--block-turn-after", type=int)
 p.add_argument("--replace")
+p.add_argument("--silent", action="store_true")
 args = p.parse_args()
 
 # Everything at once, without waiting for hello_ack, and no `ready`.
@@ -75,6 +77,7 @@ emit(
     }
 )
 emit({"type": "register_command", "name": f"{args.name}-board", "description": "a panel"})
+emit({"type": "register_command", "name": f"{args.name}-wait", "description": "never answers"})
 schema_any = {"type": "object"}
 for tool, schema in [
     ("count", {"type": "object", "properties": {"n": {"type": "integer"}}}),
@@ -204,6 +207,8 @@ with open(args.log, "a") as log:
         kind = msg.get("type")
         if kind == "hello_ack":
             host.update(msg)
+        elif kind == "command_invoked" and msg["name"].endswith("-wait"):
+            pass  # never answered: it waits for a `cancel`
         elif kind == "command_invoked":
             opened = {"type": "command_response", "id": msg["id"], "action": "noop",
                       "open_panel": board_frame("open")}  # fmt: skip
@@ -224,7 +229,7 @@ with open(args.log, "a") as log:
             threading.Thread(target=run_tool, args=(msg,), daemon=True).start()
         elif kind == "cancel":
             cancelled.add(msg["id"])
-        elif kind == "event_intercept":
+        elif kind == "event_intercept" and not args.silent:
             emit(verdict(msg))
         elif kind == "shutdown":
             emit({"type": "shutdown_ack"})

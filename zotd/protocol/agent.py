@@ -144,8 +144,9 @@ class PanelClose(_Request, tag="panel_close"):
 
 
 class CancelCall(_Request, tag="cancel"):
-    """Gives up this connection's ``call_tool`` whose ``id`` is ``request_id``:
-    its extension is told, and that call's reply is a ``cancelled`` error."""
+    """Gives up this connection's ``call_tool``, ``invoke_command`` or
+    ``intercept`` whose ``id`` is ``request_id``: the extensions working on it
+    are told, and its reply is a ``cancelled`` error."""
 
     request_id: Id
 
