@@ -1,29 +1,36 @@
 #!/usr/bin/env python3
 """Fault-injection soak for zotd: many clients, misbehaving extensions, one table.
 
-Starts a real daemon (``python -m zotd``) in a temporary directory with six
+Starts a real daemon (``python -m zotd``) in a temporary directory with eight
 extensions from ``soak/extensions/`` (a well-behaved echo, a crasher, a
-hanger, a flooder, a garbage writer and a guard), then runs tens of clients
-(``zotd.client`` under trio, in this process) making mixed requests while a
-fault injector reloads extensions, makes the crasher crash, kills and
-freezes extension processes from outside, and hangs up connections with
-calls in flight. At the end it stops the daemon with SIGTERM, looks for
-processes left behind, and prints the figures.
+hanger, a flooder, a garbage writer, a guard, a guard that rewrites, and one
+written as newer zot's SDK writes them, with panels and tool progress), then
+runs tens of clients (``zotd.client`` under trio, in this process) making
+mixed requests while a fault injector reloads extensions, makes the crasher
+crash, kills and freezes extension processes from outside, and hangs up
+connections with calls in flight. At the end it stops the daemon with
+SIGTERM, looks for processes left behind, and prints the figures.
 
 Every request must end in exactly one reply: a success whose content is
 the request's own (each carries a unique nonce that must come back), or a
 clean error (``timeout``, ``extension_failed``, ``not_found`` while an
 extension restarts, ``busy``). A request without a reply within twice its
 deadline is *lost*; a success with another call's nonce or malformed content,
-or a second reply to one request, is *wrong*.
+or a second reply to one request, is *wrong*. The same holds for what the
+newer protocol adds: a guard's rewrite must be what that guard makes of this
+request, every ``tool_progress`` push must carry its own call's nonce, a
+panel's render must come (or its extension's end be told), with its own
+nonce, and a call the client gives up (``cancel``) must still get exactly
+one reply, and so must the ``cancel``.
 
 Usage::
 
     python soak/soak.py [--quick] [--clients N] [--duration S] [--seed N] [--keep]
 
-Exits 1 if any reply was lost or wrong, any process was left behind, a
-request failed with an error other than those four (``internal``, say), the
-daemon logged an error, or it did not exit with 0 on SIGTERM.
+Exits 1 if any reply (or push frame) was lost or wrong, any process was left
+behind, a request failed with an error other than those four (``internal``,
+say), the daemon logged an error, it did not exit with 0 on SIGTERM, or the
+newer extension still had a panel open at the end.
 docs/reliability.md explains the figures.
 """
 
@@ -72,17 +79,33 @@ TOOLS = {
     "hang_echo": "hanger",
     "flood_echo": "flooder",
     "garbage_echo": "garbage",
+    "progress_echo": "newer",
 }
-EXTENSIONS = ("echo", "crasher", "hanger", "flooder", "garbage", "guard")
+EXTENSIONS = ("echo", "crasher", "hanger", "flooder", "garbage", "guard", "rewriter", "newer")
 #: Who subscribes to which event (``emit_event`` may deliver to these only).
 SUBSCRIBERS = {
     "turn_start": {"echo", "flooder"},
     "turn_end": {"echo"},
     "tool_call": {"guard"},
     "session_start": set(),
+    "assistant_message": set(),
 }
 #: Clean errors: what a request may fail with while extensions misbehave.
 CLEAN_ERRORS = {"timeout", "extension_failed", "not_found", "busy"}
+#: The rewriter's block when it rewrites a tool call's arguments into a non-object.
+NOT_AN_OBJECT = (
+    "extension 'rewriter' rewrote the tool's arguments into something that is not a JSON object"
+)
+#: zotd's block when the rewriter breaks ``nonce`` in the arguments of ``echo``.
+MISFIT = (
+    "the arguments of tool 'echo' as rewritten by 'rewriter' do not fit its schema: "
+    "$.nonce: expected a string, got an integer"
+)
+#: The two ways a ``cancel`` is answered (``cancelled`` true, false).
+IN_FLIGHT = "the call was in flight: answered `cancelled`"
+ANSWERED_ALREADY = "the call had been answered already"
+#: What the newer extension's panels show below their lines.
+PANEL_FOOTER = "q: close"
 
 #: zotd.toml for the run: short deadlines so that waiting one out costs little.
 SETTINGS: dict[str, Any] = {
@@ -115,6 +138,26 @@ BUSY_BACKOFF = 0.1
 REVIVE_AFTER = 1.5
 #: Longest wait for the daemon to exit after SIGTERM.
 EXIT_WAIT = 20.0
+#: A panel the newer extension still lists this long after its client saw it
+#: closed (or hung up with it open) was never closed for the extension.
+LEAK_AFTER = 2.0
+#: How long a client waits for a call to ``hang_echo`` it means to give up.
+PATIENCE = (0.05, 0.3)
+
+#: The requests clients make, and their shares (percent).
+MIX: dict[str, int] = {
+    **dict(zip(TOOLS, [18, 7, 5, 7, 8, 5], strict=True)),  # call_tool of each tool
+    "give_up": 4,  # call_tool hang_echo, given up after PATIENCE
+    "say": 8,  # invoke_command /say
+    "panel": 4,  # invoke_command /panel, a size or a key, panel_close
+    "intercept": 10,  # intercept tool_call
+    "turn_start": 3,  # intercept turn_start
+    "assistant_message": 3,  # intercept assistant_message
+    "emit": 8,
+    "list_tools": 3,
+    "list_extensions": 2,
+    "ping": 5,
+}
 
 
 @dataclass(frozen=True)
@@ -142,6 +185,10 @@ class KindStats:
     lost: int = 0
     wrong: int = 0
     errors: Counter[str] = field(default_factory=Counter)
+    #: Clean ends that are not error replies: ``abandoned`` (the client gave
+    #: the call up), ``stopped`` (the panel's extension stopped instead of
+    #: answering a key).
+    other: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -157,6 +204,9 @@ class Stats:
     idless: int = 0
     connections: int = 0
     intercepts: Counter[str] = field(default_factory=Counter)
+    progress: Counter[str] = field(default_factory=Counter)
+    cancels: Counter[str] = field(default_factory=Counter)
+    panels: Counter[str] = field(default_factory=Counter)
     ext_pids: set[int] = field(default_factory=set)
     rss_start: float = 0.0
     rss_peak: float = 0.0
@@ -168,6 +218,12 @@ class Stats:
     marked: bool = False  # whether the run's marker reached the extensions
     dangling_end: int = 0
     final_states: dict[str, str] = field(default_factory=dict)
+    #: How long each ``hello`` took (it waits for the extensions to be settled).
+    hello_waits: list[float] = field(default_factory=list)
+    #: What ``/panels`` of the newer extension said at the end.
+    panels_left: str = ""
+    #: Panels newer still had open well after they were closed.
+    leaked_panels: set[str] = field(default_factory=set)
 
     def kind(self, name: str) -> KindStats:
         return self.kinds[name]
@@ -272,18 +328,51 @@ def all_pids() -> list[int]:
 # --- the client connection ----------------------------------------------------------
 
 
-class _Id(msgspec.Struct):
+class _Error(msgspec.Struct):
+    code: str = ""
+
+
+class _Response(msgspec.Struct):
     id: int | str | None = None
+    error: _Error | None = None
+    data: msgspec.Raw = msgspec.Raw()
+
+
+class _Cancel(msgspec.Struct):
+    type: str
+    id: int | str | None = None
+    request_id: int | str | None = None
+
+
+class _CancelData(msgspec.Struct):
+    cancelled: bool
+
+
+_CANCEL = b'"type":"cancel"'
 
 
 class TapStream(anyio.abc.ByteStream):
     """A connection that counts every response id passing by, so that a second
-    reply to one request (which :class:`Client` would silently ignore) is seen."""
+    reply to one request (which :class:`Client` would silently ignore) is seen.
+
+    It also notes the ``cancel`` requests the client sends when a call is
+    given up, and the replies to them and to the calls they name, which the
+    client ignores: each must come, once (see :meth:`Soak.audit_cancels`).
+    """
 
     def __init__(self, inner: anyio.abc.ByteStream) -> None:
         self.inner = inner
         self.ids: Counter[int | str | None] = Counter()
+        #: ``cancel`` requests sent: their id -> the id of the call they give up.
+        self.cancels: dict[int | str | None, int | str | None] = {}
+        #: Replies to those: ``cancelled`` true (the call was in flight) or false.
+        self.cancel_results: dict[int | str | None, bool] = {}
+        #: Requests answered with a ``cancelled`` error.
+        self.cancelled: set[int | str | None] = set()
+        #: ``cancel`` replies saying true that came before the call's own reply.
+        self.misordered: list[int | str | None] = []
         self._buf = b""
+        self._arrived = trio.Event()
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         data = await self.inner.receive(max_bytes)
@@ -291,13 +380,43 @@ class TapStream(anyio.abc.ByteStream):
         for line in lines:
             if line.startswith(b'{"type":"response"'):
                 try:
-                    self.ids[msgspec.json.decode(line, type=_Id).id] += 1
+                    reply = msgspec.json.decode(line, type=_Response)
                 except msgspec.DecodeError:
                     self.ids["<unreadable>"] += 1
+                    continue
+                rid = reply.id
+                self.ids[rid] += 1
+                if reply.error is not None and reply.error.code == "cancelled":
+                    self.cancelled.add(rid)
+                if rid in self.cancels:
+                    try:
+                        result = msgspec.json.decode(reply.data, type=_CancelData).cancelled
+                    except msgspec.DecodeError:
+                        continue  # a failed cancel: the audit says so
+                    self.cancel_results[rid] = result
+                    if result and not self.ids[self.cancels[rid]]:
+                        self.misordered.append(rid)
+        if lines:
+            self._arrived.set()
+            self._arrived = trio.Event()
         return data
 
     async def send(self, item: bytes) -> None:
+        if _CANCEL in item:
+            for line in item.split(b"\n"):
+                if _CANCEL in line:
+                    try:
+                        frame = msgspec.json.decode(line, type=_Cancel)
+                    except msgspec.DecodeError:
+                        continue
+                    if frame.type == "cancel":
+                        self.cancels[frame.id] = frame.request_id
         await self.inner.send(item)
+
+    async def settled(self) -> None:
+        """Returns once every ``cancel`` sent has its reply, and so has its call."""
+        while any(not self.ids[cid] or not self.ids[call] for cid, call in self.cancels.items()):
+            await self._arrived.wait()
 
     async def send_eof(self) -> None:
         await self.inner.send_eof()
@@ -308,6 +427,80 @@ class TapStream(anyio.abc.ByteStream):
 
 class Gone(Exception):
     """The connection to the daemon is gone."""
+
+
+class Ended(Exception):
+    """A request ended cleanly without a reply to check: ``abandoned`` (the
+    client gave it up) or ``stopped`` (the panel's extension stopped)."""
+
+    def __init__(self, outcome: str) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
+
+
+PanelPush = ap.PanelRenderPush | ap.PanelClosePush
+
+
+class PanelBoard:
+    """The panels one connection opened, and the push frames that came for them.
+
+    The connection's push reader hands each ``panel_render`` and
+    ``panel_close`` to :meth:`route`; the worker that opened the panel takes
+    them in order with :meth:`next`. A frame for a panel this connection
+    never opened is wrong, and so is one for a panel it has finished with,
+    unless it is the ``stopped`` close of a panel whose extension stopped as
+    it was being closed (the reader may hand it over after the worker saw
+    the close's reply).
+    """
+
+    def __init__(self) -> None:
+        self.frames: dict[str, list[PanelPush]] = {}
+        self.finished: set[str] = set()
+        self.gone = False
+        self._changed = trio.Event()
+
+    def expect(self, panel_id: str) -> None:
+        self.frames[panel_id] = []
+
+    def finish(self, panel_id: str) -> list[PanelPush]:
+        """Done with the panel; returns the frames it left untaken."""
+        self.finished.add(panel_id)
+        return self.frames.pop(panel_id, [])
+
+    def route(self, frame: PanelPush) -> str | None:
+        """Files a frame for its panel's worker; what is wrong with it, if anything."""
+        frames = self.frames.get(frame.panel_id)
+        if frames is not None:
+            frames.append(frame)
+            self._changed.set()
+            self._changed = trio.Event()
+            return None
+        if frame.panel_id in self.finished:
+            if isinstance(frame, ap.PanelClosePush) and frame.reason == "stopped":
+                return None
+            return f"{describe_panel(frame)} after the panel was closed"
+        return f"{describe_panel(frame)}: not a panel this connection opened"
+
+    def end(self) -> None:
+        """The connection is gone: no frame will come."""
+        self.gone = True
+        self._changed.set()
+
+    async def next(self, panel_id: str) -> PanelPush:
+        """The panel's next frame; waits for it."""
+        while True:
+            frames = self.frames[panel_id]
+            if frames:
+                return frames.pop(0)
+            if self.gone:
+                raise ZotdError("connection_lost", "the connection closed")
+            await self._changed.wait()
+
+
+def describe_panel(frame: PanelPush) -> str:
+    if isinstance(frame, ap.PanelClosePush):
+        return f"panel_close of {frame.panel_id!r} ({frame.extension}, {frame.reason})"
+    return f"panel_render of {frame.panel_id!r} ({frame.extension}): {frame.title!r} {frame.lines!r:.120}"
 
 
 # --- the run ------------------------------------------------------------------------
@@ -331,6 +524,8 @@ class Soak:
         self._frozen: dict[int, int] = {}  # pid -> start ticks, while SIGSTOPped
         self.load_began = 0.0
         self.marker = b""
+        #: When each panel the clients opened (or tried to) was closed for them.
+        self.panel_closed: dict[str, float] = {}
 
     # --- bounds: twice the deadline that should end each kind of request --------
 
@@ -353,8 +548,13 @@ class Soak:
     # --- connections and tracked requests --------------------------------------------
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Client]:
-        """A client connection (no ``hello`` yet); its response ids are audited on close."""
+    async def connection(self, *, audit_cancels: bool = False) -> AsyncIterator[Client]:
+        """A client connection (no ``hello`` yet); its response ids are audited on close.
+
+        With ``audit_cancels``, a connection that ends normally first waits
+        (up to the quick bound) for the replies to the ``cancel`` requests
+        its client sent and to the calls they gave up, then checks them.
+        """
         try:
             stream = await anyio.connect_unix(str(self.socket))
         except OSError as exc:
@@ -367,6 +567,10 @@ class Soak:
                 nursery.start_soon(zot.run)
                 try:
                     yield zot
+                    if audit_cancels:
+                        with trio.move_on_after(self.quick_bound):
+                            await tap.settled()
+                        self.audit_cancels(tap)
                 finally:
                     nursery.cancel_scope.cancel()
                     self.stats.push_dropped += zot.dropped
@@ -384,6 +588,40 @@ class Soak:
                     self.stats.duplicates += n - 1
                     self.stats.sample(self.stats.wrong_samples, f"{n} replies to request {rid}")
 
+    def audit_cancels(self, tap: TapStream) -> None:
+        """Each ``cancel`` the client sent got one reply, and so did the call it
+        gave up: a ``cancelled`` error if the cancel says it was in flight
+        (before the cancel's own reply), its own reply otherwise. A
+        ``cancelled`` error for a call never given up is wrong."""
+        ks = self.stats.kind("cancel")
+        stats = self.stats
+        for cid, call in tap.cancels.items():
+            ks.sent += 1
+            if not tap.ids[cid] or not tap.ids[call]:
+                ks.lost += 1
+                which = "the cancel" if not tap.ids[cid] else f"the call {call} it gave up"
+                stats.sample(stats.lost_samples, f"cancel {cid}: no reply to {which}")
+                continue
+            result = tap.cancel_results.get(cid)
+            problem = None
+            if result is None:
+                problem = "its reply is not {cancelled: bool}"
+            elif result and call not in tap.cancelled:
+                problem = f"says call {call} was in flight, but its reply is not `cancelled`"
+            elif not result and call in tap.cancelled:
+                problem = f"says call {call} was answered, but its reply is `cancelled`"
+            elif cid in tap.misordered:
+                problem = f"answered before the `cancelled` reply of call {call}"
+            if problem is not None:
+                ks.wrong += 1
+                stats.sample(stats.wrong_samples, f"cancel {cid}: {problem}")
+                continue
+            ks.ok += 1
+            stats.cancels[IN_FLIGHT if result else ANSWERED_ALREADY] += 1
+        for rid in tap.cancelled - set(tap.cancels.values()):
+            ks.wrong += 1
+            stats.sample(stats.wrong_samples, f"request {rid}: `cancelled`, never given up")
+
     async def ask(
         self,
         kind: str,
@@ -394,8 +632,9 @@ class Soak:
         """Sends one request and sorts its outcome.
 
         Returns the reply's data (``None`` unless it passed ``check``) and
-        ``"ok"``, an error code, ``"wrong"`` or ``"lost"``. Raises
-        :class:`Gone` if the connection broke.
+        ``"ok"``, an error code, ``"wrong"``, ``"lost"``, or the outcome of
+        an :class:`Ended` that ``call`` raised. Raises :class:`Gone` if the
+        connection broke.
         """
         ks = self.stats.kind(kind)
         ks.sent += 1
@@ -410,6 +649,9 @@ class Soak:
                     self.stats.sample(self.stats.lost_samples, f"{kind}: {exc.message}")
                     raise Gone(exc.message) from None
                 code = exc.code
+            except Ended as end:
+                ks.other[end.outcome] += 1
+                return None, end.outcome
             except msgspec.ValidationError as exc:
                 ks.wrong += 1
                 self.stats.sample(self.stats.wrong_samples, f"{kind}: malformed data: {exc}")
@@ -433,21 +675,37 @@ class Soak:
         return None, code
 
     async def hello(self, zot: Client) -> bool:
+        started = time.monotonic()
         _, outcome = await self.ask(
             "hello",
             lambda: zot.hello(cwd=self.project, client="soak"),
             lambda d: None if d.workspace == str(self.project) else f"workspace {d.workspace}",
             self.hello_bound,
         )
+        waited = time.monotonic() - started
+        self.stats.hello_waits.append(waited)
         return outcome == "ok"
 
     # --- the requests clients make ----------------------------------------------------
 
-    async def call_tool(self, zot: Client, cid: int, rng: random.Random, tool: str) -> None:
+    async def call_tool(
+        self, zot: Client, cid: int, rng: random.Random, tool: str, *, give_up: bool = False
+    ) -> None:
+        """Calls ``tool`` with a nonce; with ``give_up``, abandons the call (a
+        cancel scope around it, which makes the client send ``cancel``) if it
+        has not ended within a fraction of a second."""
         nonce = self.nonce(cid)
-        args = {"nonce": nonce, "client": cid, "pad": "x" * rng.choice([0, 0, 0, 16, 512, 4096])}
+        args: dict[str, Any] = {
+            "nonce": nonce,
+            "client": cid,
+            "pad": "x" * rng.choice([0, 0, 0, 16, 512, 4096]),
+        }
+        if tool == "progress_echo":
+            args["steps"] = rng.randint(1, 4)
+        steps = args.get("steps", 0)
         timeout_s = rng.choice([None, None, None, 0.5, 1.0])
         owner = TOOLS[tool]
+        progress: list[ap.ToolProgressPush] = []
 
         def check(r: ap.CallData) -> str | None:
             if r.extension != owner:
@@ -460,14 +718,43 @@ class Soak:
                 return f"{tool}: content is not the echo: {r.content[0].text[:100]!r}"
             if echoed != args:
                 return f"{tool}: sent {describe(args)}, got back {describe(echoed)}"
+            if len(progress) != steps:
+                return f"{tool} {nonce}: {len(progress)} tool_progress pushes before the result, not {steps}"
             return None
 
-        await self.ask(
-            f"call_tool {tool}",
-            lambda: zot.call_tool(tool, args, timeout_s=timeout_s),
+        async def call() -> ap.CallData:
+            return await zot.call_tool(tool, args, timeout_s=timeout_s, on_progress=progress.append)
+
+        async def impatient_call() -> ap.CallData:
+            with trio.move_on_after(rng.uniform(*PATIENCE)):
+                return await call()
+            raise Ended("abandoned")
+
+        _, outcome = await self.ask(
+            f"call_tool {tool}" + (", given up" if give_up else ""),
+            impatient_call if give_up else call,
             check,
             2 * (timeout_s or self.config.tool_timeout),
         )
+        if outcome == "ok" and steps:
+            self.stats.progress[f"{tool}: answered after all of its progress"] += 1
+        self.check_progress(tool, nonce, steps, progress)
+
+    def check_progress(
+        self, tool: str, nonce: str, steps: int, progress: list[ap.ToolProgressPush]
+    ) -> None:
+        """Each progress push of a call, whatever its outcome, is the call's own:
+        ``<nonce> <i>/<steps>``, in order, from the tool's owner."""
+        self.stats.progress["tool_progress pushes received (on_progress)"] += len(progress)
+        for i, p in enumerate(progress, 1):
+            want = (TOOLS[tool], tool, f"{nonce} {i}/{steps}", i, steps)
+            got = (p.extension, p.tool, p.message, p.progress, p.total)
+            if got != want:
+                self.stats.bad_pushes += 1
+                self.stats.sample(
+                    self.stats.wrong_samples,
+                    f"tool_progress of call_tool {tool} {nonce}: got {got!r:.150}, want {want!r}",
+                )
 
     async def invoke(self, zot: Client, cid: int, rng: random.Random) -> None:
         nonce = self.nonce(cid)
@@ -490,30 +777,258 @@ class Soak:
         )
 
     async def intercept(self, zot: Client, cid: int, rng: random.Random) -> None:
+        """A ``tool_call`` for both guards: the rewriter (first) adds
+        ``rewritten: <tool_id>`` when asked to (and breaks ``nonce`` when asked
+        to: zotd must refuse that for a tool with a schema, ``echo``), the
+        guard blocks ``rm -rf``."""
         nonce = self.nonce(cid)
         dangerous = rng.random() < 0.4
+        tool = rng.choice(["bash", "bash", "echo"])
+        how = rng.choices(["no", "yes", "break"], weights=[50, 35, 15])[0]
+        rewrite = how != "no"
         command = f"rm -rf /tmp/{nonce}" if dangerous else f"ls /tmp/{nonce}"
+        tool_args: dict[str, Any] = {"command": command}
+        if rewrite:
+            tool_args["rewrite"] = True if how == "yes" else how
+        rewritten = {**tool_args, "rewritten": nonce}
+        misfit = how == "break" and tool == "echo"
+        if how == "break":
+            rewritten["nonce"] = 0
+        verdicts = self.stats.intercepts
 
         def check(r: ap.InterceptData) -> str | None:
             if r.block:
-                if not dangerous or r.extension != "guard" or r.reason != f"guard blocked {nonce}":
-                    return f"intercept {nonce} ({command}) got {r!r:.200}"
-                self.stats.intercepts["dangerous: blocked"] += 1
-            elif r.reason or r.extension:
+                if r.args is not None or r.text is not None or r.rewritten_by:
+                    return f"intercept {nonce}: a block with a rewrite: {r!r:.200}"
+                if r.extension == "guard" and dangerous and r.reason == f"guard blocked {nonce}":
+                    verdicts["tool_call, dangerous: blocked by the guard"] += 1
+                    verdicts["tool_call, rewrite asked: blocked, not rewritten"] += rewrite
+                elif (
+                    r.extension == "guard"
+                    and dangerous
+                    and rewrite
+                    and r.reason == f"guard blocked {nonce} after rewrite {nonce}"
+                ):
+                    verdicts["tool_call, dangerous: blocked by the guard"] += 1
+                    verdicts["tool_call, rewrite asked: rewritten, then blocked"] += 1
+                elif r.extension == "rewriter" and rewrite and r.reason == NOT_AN_OBJECT:
+                    verdicts["tool_call, rewrite asked: blocked: not an object"] += 1
+                elif r.extension == "rewriter" and misfit and r.reason == MISFIT:
+                    verdicts["tool_call, misfit for echo: blocked by its schema"] += 1
+                else:
+                    return f"intercept {nonce} ({command}, rewrite {rewrite}) got {r!r:.200}"
+                return None
+            if r.reason or r.extension or r.text is not None:
                 return f"intercept {nonce} allowed with {r!r:.200}"
-            else:
-                self.stats.intercepts["dangerous: allowed (guard silent, failed or away)"] += (
-                    dangerous
+            if r.args is None:
+                if r.rewritten_by:
+                    return f"intercept {nonce}: rewritten by {r.rewritten_by}, without args"
+                verdicts["tool_call, rewrite asked: not rewritten (faulty, away)"] += rewrite
+            elif not rewrite or r.args != rewritten or r.rewritten_by != ["rewriter"]:
+                return (
+                    f"intercept {nonce} (rewrite {rewrite}): args {describe(r.args)} "
+                    f"rewritten by {r.rewritten_by}"
                 )
-                self.stats.intercepts["harmless: allowed"] += not dangerous
+            else:
+                verdicts["tool_call, rewrite asked: rewritten"] += 1
+                verdicts["tool_call, misfit for echo: allowed (echo away)"] += misfit
+            verdicts["tool_call, dangerous: allowed (a guard faulty, away)"] += dangerous
+            verdicts["tool_call, harmless: allowed"] += not dangerous
             return None
 
         await self.ask(
-            "intercept",
-            lambda: zot.intercept("bash", {"command": command}, tool_id=nonce),
+            "intercept tool_call",
+            lambda: zot.intercept(tool, tool_args, tool_id=nonce),
             check,
             2 * self.config.intercept_timeout,
         )
+
+    async def intercept_turn(self, zot: Client, cid: int, rng: random.Random) -> None:
+        """A ``turn_start``: the rewriter blocks steps that are multiples of 3."""
+        nonce = self.nonce(cid)
+        step = rng.randint(1, 30)
+        blocks = step % 3 == 0
+        verdicts = self.stats.intercepts
+
+        def check(r: ap.InterceptData) -> str | None:
+            if r.args is not None or r.text is not None or r.rewritten_by:
+                return f"turn_start {nonce}: a rewrite: {r!r:.200}"
+            if r.block:
+                if (r.extension, r.reason) != ("rewriter", f"turn {nonce} blocked at step {step}"):
+                    return f"turn_start {nonce} step {step} got {r!r:.200}"
+                if not blocks:
+                    return f"turn_start {nonce} step {step} blocked"
+                verdicts["turn_start, step 3n: blocked"] += 1
+            elif r.reason or r.extension:
+                return f"turn_start {nonce} allowed with {r!r:.200}"
+            elif blocks:
+                verdicts["turn_start, step 3n: allowed (faulty, away)"] += 1
+            else:
+                verdicts["turn_start, other steps: allowed"] += 1
+            return None
+
+        await self.ask(
+            "intercept turn_start",
+            lambda: zot.intercept_event("turn_start", step=step, nonce=nonce),
+            check,
+            2 * self.config.intercept_timeout,
+        )
+
+    async def intercept_message(self, zot: Client, cid: int, rng: random.Random) -> None:
+        """An ``assistant_message``: the rewriter redacts ``hunter2``, naming the nonce."""
+        nonce = self.nonce(cid)
+        secret = rng.random() < 0.5
+        text = f"reply {nonce}: " + ("the password is hunter2" if secret else "nothing to hide")
+        replaced = text.replace("hunter2", f"[redacted {nonce}]")
+        verdicts = self.stats.intercepts
+
+        def check(r: ap.InterceptData) -> str | None:
+            if r.block or r.reason or r.extension or r.args is not None:
+                return f"assistant_message {nonce} got {r!r:.200}"
+            if r.text is None:
+                if r.rewritten_by:
+                    return f"assistant_message {nonce}: rewritten by {r.rewritten_by}, no text"
+                verdicts[
+                    "assistant_message, secret: shown (faulty, away)"
+                    if secret
+                    else "assistant_message, plain: unchanged"
+                ] += 1
+            elif not secret or r.text != replaced or r.rewritten_by != ["rewriter"]:
+                return (
+                    f"assistant_message {nonce}: text {r.text!r:.120} "
+                    f"rewritten by {r.rewritten_by}, want {replaced!r}"
+                )
+            else:
+                verdicts["assistant_message, secret: replaced"] += 1
+            return None
+
+        await self.ask(
+            "intercept assistant_message",
+            lambda: zot.intercept_event("assistant_message", text=text, nonce=nonce),
+            check,
+            2 * self.config.intercept_timeout,
+        )
+
+    async def panel(self, zot: Client, cid: int, rng: random.Random, board: PanelBoard) -> None:
+        """``/panel NONCE`` opens a panel; the user looks at it for a moment,
+        now and then resizes it, then presses a key (its render must come,
+        with the nonce) or ``q`` (the extension's close must come); then the
+        client closes the panel.
+
+        The extension may stop meanwhile (killed, crashed, reloaded): then
+        zotd closes the panel with a ``stopped`` push, which may come
+        instead of a render, and a ``not_found`` for the panel's key, size
+        or close must follow one. Either ends the panel: ``stopped``.
+        """
+        nonce = self.nonce(cid)
+        panel_id = f"p-{nonce}"
+        title = f"panel {panel_id}"
+        board.expect(panel_id)  # before the command: a stopped close may beat its reply
+        bound = 2 * self.config.command_timeout
+        spec = ep.PanelSpec(panel_id, title, [f"opened {nonce}"], PANEL_FOOTER)
+        stats = self.stats
+
+        def check_open(r: ap.InvokeData) -> str | None:
+            if (r.extension, r.action, r.error, r.open_panel) != ("newer", "noop", "", spec):
+                return f"/panel {nonce} got {r!r:.200}"
+            return None
+
+        def render(line: str) -> Callable[[PanelPush | None], str | None]:
+            def check(frame: PanelPush | None) -> str | None:
+                want = ap.PanelRenderPush("newer", panel_id, title, [line], PANEL_FOOTER)
+                if frame != want:
+                    got = "nothing" if frame is None else describe_panel(frame)
+                    return f"{got}, want a render of {panel_id} with the line {line!r}"
+                stats.panels["rendered"] += 1
+                return None
+
+            return check
+
+        def closed_by_q(frame: PanelPush | None) -> str | None:
+            if frame != ap.PanelClosePush("newer", panel_id, "extension"):
+                got = "nothing" if frame is None else describe_panel(frame)
+                return f"{got}, want the close of {panel_id} by its extension"
+            stats.panels["closed by the extension (`q`)"] += 1
+            return None
+
+        def closed_by_client(frame: PanelPush | None) -> str | None:
+            if frame is not None:
+                return f"panel_close of {panel_id}: not_found, then {describe_panel(frame)}"
+            stats.panels["closed by the client"] += 1
+            return None
+
+        async def exchange(
+            send: Callable[[], Awaitable[None]], answered: bool = True
+        ) -> PanelPush | None:
+            """Sends a request about the panel, then takes the frame that answers
+            it (if it is ``answered`` by one). ``not_found`` means the panel is
+            gone: the ``stopped`` close must have come, and is taken instead."""
+            try:
+                await send()
+            except ZotdError as exc:
+                if exc.code != "not_found":
+                    raise
+            else:
+                if not answered:
+                    return None
+            frame = await board.next(panel_id)
+            if isinstance(frame, ap.PanelClosePush) and frame.reason == "stopped":
+                raise Ended("stopped")
+            return frame
+
+        is_open = False
+        try:
+            _, outcome = await self.ask(
+                "invoke_command /panel",
+                lambda: zot.invoke_command("panel", nonce),
+                check_open,
+                bound,
+            )
+            if outcome != "ok":
+                return
+            stats.panels["opened"] += 1
+            is_open = True
+            await trio.sleep(rng.uniform(0, 0.4))  # the user reads it
+            inputs: list[tuple[str, Callable[[], Awaitable[None]], Any]] = []
+            if rng.random() < 0.25:
+                width, height = rng.randint(20, 120), rng.randint(5, 40)
+                inputs.append(
+                    (
+                        "panel_resize",
+                        partial(zot.panel_resize, panel_id, width, height),
+                        render(f"size {width}x{height}"),
+                    )
+                )
+            key = rng.choice(["q", "x", "enter", "down"])
+            inputs.append(
+                (
+                    "panel_key",
+                    partial(zot.panel_key, panel_id, key, text=nonce),
+                    closed_by_q if key == "q" else render(f"key {key}: {nonce}"),
+                )
+            )
+            for kind, send, check in inputs:
+                _, outcome = await self.ask(kind, partial(exchange, send), check, bound)
+                if outcome == "stopped" or (kind, key, outcome) == ("panel_key", "q", "ok"):
+                    is_open = False
+                if outcome != "ok":
+                    break
+        finally:
+            if is_open:
+                for _ in range(20):  # again after `busy`: the panel must not stay open
+                    _, outcome = await self.ask(
+                        "panel_close",
+                        partial(exchange, partial(zot.panel_close, panel_id), False),
+                        closed_by_client,
+                        bound,
+                    )
+                    if outcome != "busy":
+                        break
+            self.panel_closed[panel_id] = trio.current_time()
+            for frame in board.finish(panel_id):
+                if not (isinstance(frame, ap.PanelClosePush) and frame.reason == "stopped"):
+                    stats.bad_pushes += 1
+                    stats.sample(stats.wrong_samples, f"{describe_panel(frame)}: not expected")
 
     async def emit(self, zot: Client, cid: int, rng: random.Random) -> None:
         event = rng.choice(sorted(SUBSCRIBERS))
@@ -550,17 +1065,24 @@ class Soak:
             "ping", zot.ping, lambda pong: None if pong is True else "no pong", self.quick_bound
         )
 
-    async def one_request(self, zot: Client, cid: int, rng: random.Random) -> None:
-        what = rng.choices(
-            [*TOOLS, "say", "intercept", "emit", "list_tools", "list_extensions", "ping"],
-            weights=[22, 8, 6, 8, 10, 10, 12, 10, 5, 3, 6],
-        )[0]
+    async def one_request(
+        self, zot: Client, cid: int, rng: random.Random, board: PanelBoard
+    ) -> None:
+        what = rng.choices(list(MIX), weights=list(MIX.values()))[0]
         if what in TOOLS:
             await self.call_tool(zot, cid, rng, what)
+        elif what == "give_up":
+            await self.call_tool(zot, cid, rng, "hang_echo", give_up=True)
         elif what == "say":
             await self.invoke(zot, cid, rng)
+        elif what == "panel":
+            await self.panel(zot, cid, rng, board)
         elif what == "intercept":
             await self.intercept(zot, cid, rng)
+        elif what == "turn_start":
+            await self.intercept_turn(zot, cid, rng)
+        elif what == "assistant_message":
+            await self.intercept_message(zot, cid, rng)
         elif what == "emit":
             await self.emit(zot, cid, rng)
         elif what == "list_tools":
@@ -584,7 +1106,8 @@ class Soak:
         """One agent: connects, works for a while, hangs up, connects again."""
         rng = self._rngs.setdefault(cid, random.Random(self.plan.seed * 1000 + cid))
         subscribe = cid % 4 == 0
-        async with self.connection() as zot:
+        board = PanelBoard()
+        async with self.connection(audit_cancels=True) as zot:
             if not await self.hello(zot):
                 await trio.sleep(0.2)
                 return
@@ -592,30 +1115,47 @@ class Soak:
                 await self.ask("subscribe", zot.subscribe, lambda _: None, self.quick_bound)
             budget = rng.randint(50, 400)
             async with trio.open_nursery() as nursery:
-                if subscribe:
-                    nursery.start_soon(self.read_pushes, zot)
+                nursery.start_soon(self.read_pushes, zot, subscribe, board)
                 async with trio.open_nursery() as workers:
                     for _ in range(self.plan.workers):
-                        workers.start_soon(self.work, zot, cid, rng, budget)
+                        workers.start_soon(self.work, zot, cid, rng, budget, board)
                 nursery.cancel_scope.cancel()
 
-    async def work(self, zot: Client, cid: int, rng: random.Random, budget: int) -> None:
+    async def work(
+        self, zot: Client, cid: int, rng: random.Random, budget: int, board: PanelBoard
+    ) -> None:
         try:
             for _ in range(budget // self.plan.workers):
                 if self.stop.is_set():
                     return
-                await self.one_request(zot, cid, rng)
+                await self.one_request(zot, cid, rng, board)
                 await trio.sleep(rng.uniform(0, 0.03))
         except Gone:
             return  # the other worker sees it too; the client reconnects
 
-    async def read_pushes(self, zot: Client) -> None:
-        async for frame in zot.notifications():
-            self.stats.pushes[type(frame).__name__] += 1
-            name = frame.extension
-            if name not in EXTENSIONS:
-                self.stats.bad_pushes += 1
-                self.stats.sample(self.stats.wrong_samples, f"push from {name!r}")
+    async def read_pushes(self, zot: Client, subscribed: bool, board: PanelBoard) -> None:
+        """Reads a client connection's push frames: the workspace's news if it
+        subscribed (and none if not), its panels' frames (handed to the worker
+        that opened the panel). A ``tool_progress`` push should never come
+        here: every call the soak makes has ``on_progress``."""
+        stats = self.stats
+        try:
+            async for frame in zot.notifications():
+                stats.pushes[type(frame).__name__] += 1
+                problem = None
+                if frame.extension not in EXTENSIONS:
+                    problem = f"push from {frame.extension!r}"
+                elif isinstance(frame, ap.PanelRenderPush | ap.PanelClosePush):
+                    problem = board.route(frame)
+                elif isinstance(frame, ap.ToolProgressPush):
+                    problem = f"tool_progress of request {frame.request_id} outside its call"
+                elif not subscribed:
+                    problem = f"{type(frame).__name__} on a connection that did not subscribe"
+                if problem is not None:
+                    stats.bad_pushes += 1
+                    stats.sample(stats.wrong_samples, problem)
+        finally:
+            board.end()
 
     async def monitor(self) -> None:
         """Watches the extensions (pids, states) and the daemon's memory."""
@@ -633,6 +1173,14 @@ class Soak:
                 self.stats.rss_peak = max(self.stats.rss_peak, rss)
                 self.stats.rss_series.append((trio.current_time() - self.load_began, rss))
                 await trio.sleep(0.2)
+
+    async def paused(self, seconds: float) -> bool:
+        """Sleeps ``seconds``, or until the load stops; whether it has stopped
+        (no fault is injected once the load is over: the end figures are
+        taken once every extension is ready again)."""
+        with trio.move_on_after(seconds):
+            await self.stop.wait()
+        return self.stop.is_set()
 
     async def reload_one(self, zot: Client, name: str | None, why: str) -> None:
         def check(infos: list[ap.ExtensionInfo]) -> str | None:
@@ -655,8 +1203,7 @@ class Soak:
             await self.hello(zot)
             dead_since: dict[str, float] = {}
             next_reload = trio.current_time() + jitter(rng, self.plan.reload_every)
-            while not self.stop.is_set():
-                await trio.sleep(0.1)
+            while not await self.paused(0.1):
                 now = trio.current_time()
                 for name, info in self.snapshot.items():
                     if info.state in ("failed", "exited"):
@@ -680,8 +1227,7 @@ class Soak:
         rng = random.Random(self.plan.seed + 2)
         async with self.connection() as zot:
             await self.hello(zot)
-            while not self.stop.is_set():
-                await trio.sleep(jitter(rng, self.plan.crash_every))
+            while not await self.paused(jitter(rng, self.plan.crash_every)):
                 _, outcome = await self.ask(
                     "invoke_command /crash",
                     lambda: zot.invoke_command("crash"),
@@ -694,8 +1240,7 @@ class Soak:
     async def signals(self) -> None:
         """Kills (SIGKILL) or freezes (SIGSTOP, later SIGCONT) a random extension process."""
         rng = random.Random(self.plan.seed + 3)
-        while not self.stop.is_set():
-            await trio.sleep(jitter(rng, self.plan.signal_every))
+        while not await self.paused(jitter(rng, self.plan.signal_every)):
             running = [i for i in self.snapshot.values() if i.pid and i.state == "ready"]
             if not running:
                 continue
@@ -714,7 +1259,7 @@ class Soak:
             self._frozen[target.pid] = info.start
             self.stats.injected["SIGSTOP to an extension for 0.5-2.5 s"] += 1
             try:
-                await trio.sleep(rng.uniform(0.5, 2.5))
+                await self.paused(rng.uniform(0.5, 2.5))
             finally:
                 self.thaw()
 
@@ -727,10 +1272,11 @@ class Soak:
         self._frozen.clear()
 
     async def hangups(self) -> None:
-        """Connections that send a few requests and hang up before the replies."""
+        """Connections that send a few requests and hang up before the replies;
+        a third of them also open a panel or two, and hang up with them open."""
         rng = random.Random(self.plan.seed + 4)
-        while not self.stop.is_set():
-            await trio.sleep(jitter(rng, self.plan.hangup_every))
+        while not await self.paused(jitter(rng, self.plan.hangup_every)):
+            opened: list[str] = []
             try:
                 async with self.connection() as zot:
                     with trio.move_on_after(self.hello_bound):
@@ -738,17 +1284,105 @@ class Soak:
                     async with trio.open_nursery() as nursery:
                         for _ in range(rng.randint(2, 6)):
                             nursery.start_soon(self.abandoned, zot, rng.choice(list(TOOLS)))
+                        if rng.random() < 1 / 3:
+                            for _ in range(rng.randint(1, 2)):
+                                nursery.start_soon(self.left_open, zot, opened)
                         await trio.sleep(rng.uniform(0, 0.3))
                         nursery.cancel_scope.cancel()
                 self.stats.injected["client hung up with calls in flight"] += 1
+                if opened:
+                    self.stats.injected["client hung up with panels open"] += 1
             except (Gone, ZotdError):
                 pass
+            for panel_id in opened:
+                self.panel_closed[panel_id] = trio.current_time()
 
     async def abandoned(self, zot: Client, tool: str) -> None:
         try:
             await zot.call_tool(tool, {"nonce": "abandoned"})
         except ZotdError:
             pass
+
+    async def left_open(self, zot: Client, opened: list[str]) -> None:
+        """Opens a panel (and presses a key in it) that its client will leave open.
+
+        ``opened`` gets its id before the command is sent: whether or not its
+        reply comes before the hang-up, the panel must end up closed for the
+        extension (by zotd's ``panel_close``, or its ``cancel`` of the command).
+        """
+        self._nonces += 1
+        nonce = f"hangup-{self._nonces}"
+        opened.append(f"p-{nonce}")
+        try:
+            reply = await zot.invoke_command("panel", nonce)
+            if reply.open_panel is not None:
+                await zot.panel_key(reply.open_panel.id, "x", text=nonce)
+        except ZotdError:
+            pass
+
+    def audit_panels(self, shown: str, asked: float) -> None:
+        """Flags the panels ``/panels`` (asked at ``asked``) lists that were
+        closed for their client more than :data:`LEAK_AFTER` before: zotd
+        never told the extension (it queues ``panel_close`` before it answers
+        the client's close, and before the ``/panels`` sent later)."""
+        m = re.match(r"open \d+:(.*)", shown)
+        if m is None:
+            return
+        stats = self.stats
+        for panel_id in m.group(1).split():
+            closed = self.panel_closed.get(panel_id)
+            if closed is None or closed + LEAK_AFTER > asked or panel_id in stats.leaked_panels:
+                continue
+            stats.leaked_panels.add(panel_id)
+            stats.sample(
+                stats.wrong_samples,
+                f"newer still had panel {panel_id} open {asked - closed:.1f} s after it closed",
+            )
+
+    async def panel_watch(self) -> None:
+        """Asks the newer extension which panels it has open (``/panels``),
+        about once a second, and flags those closed for their client a while
+        ago (see :meth:`audit_panels`)."""
+        rng = random.Random(self.plan.seed + 5)
+
+        def check(r: ap.InvokeData) -> str | None:
+            if r.extension != "newer" or not r.display.startswith("open "):
+                return f"/panels got {r!r:.200}"
+            return None
+
+        async with self.connection() as zot:
+            await self.hello(zot)
+            while not await self.paused(jitter(rng, 1.0)):
+                asked = trio.current_time()
+                reply = await self.ask(
+                    "invoke_command /panels",
+                    lambda: zot.invoke_command("panels"),
+                    check,
+                    2 * self.config.command_timeout,
+                )
+                if reply[0] is not None:
+                    self.audit_panels(reply[0].display, asked)
+
+    async def panels_left(self, zot: Client) -> str:
+        """What the newer extension says it has open (``/panels``) once no other
+        client is connected: ``open 0:`` unless zotd failed to tell it of a
+        panel that closed. Asked again for a few seconds, as the closes of
+        the last clients' panels may still be on their way. (``no answer``
+        if newer is not running then, as after a crash loop: a new process
+        would have nothing open anyway.)"""
+        shown = "no answer"
+        with trio.move_on_after(5):
+            while True:
+                asked = trio.current_time()
+                try:
+                    shown = (await zot.invoke_command("panels")).display
+                except ZotdError as exc:
+                    shown = f"no answer ({exc.code})"
+                if shown.startswith("open 0:"):
+                    break
+                await trio.sleep(0.25)
+        self.audit_panels(shown, asked)
+        return shown
 
     async def wait_until_ready(self, zot: Client, within: float) -> None:
         with trio.move_on_after(within):
@@ -786,6 +1420,7 @@ class Soak:
                     nursery.start_soon(self.persist, self.crash_orders)
                     nursery.start_soon(self.signals)
                     nursery.start_soon(self.persist, self.hangups)
+                    nursery.start_soon(self.persist, self.panel_watch)
                     await trio.sleep(self.plan.duration)
                     self.stop.set()
             finally:
@@ -797,6 +1432,7 @@ class Soak:
             self.stats.dangling_end = dangling_pipes(self.daemon_pid)
             self.stats.final_states = {i.name: i.state for i in await zot.list_extensions()}
             self.stats.ext_pids.update(i.pid for i in self.snapshot.values() if i.pid)
+            self.stats.panels_left = await self.panels_left(zot)
 
 
 def check_extensions(infos: list[ap.ExtensionInfo]) -> str | None:
@@ -808,8 +1444,8 @@ def check_extensions(infos: list[ap.ExtensionInfo]) -> str | None:
 
 def describe(value: Any) -> str:
     """A short account of an echo's arguments (the padding by its length)."""
-    if not isinstance(value, dict):
-        return f"{value!r:.80}"
+    if not isinstance(value, dict) or "pad" not in value:
+        return f"{value!r:.160}"
     pad = value.get("pad")
     short = {k: v for k, v in value.items() if k != "pad"}
     return f"{short!r:.120} + pad of {len(pad) if isinstance(pad, str) else pad!r}"
@@ -861,6 +1497,9 @@ def write_extensions(root: Path, config: Config, env: dict[str, str]) -> list[Pa
     allowlisted environment, and this run's marker and seed must reach them.
     """
     extra = {"hanger": ["--late", str(config.tool_timeout + 1.0)]}
+    # The rewriter's verdicts count before the guard's: the guard is asked
+    # about the arguments as rewritten.
+    priority = {"rewriter": -1}
     dirs = []
     for name in EXTENSIONS:
         directory = root / "ext" / name
@@ -873,6 +1512,7 @@ def write_extensions(root: Path, config: Config, env: dict[str, str]) -> list[Pa
             "exec": sys.executable,
             "args": [str(EXT_SCRIPTS / f"{name}.py"), *extra.get(name, [])],
             "env": env,
+            "priority": priority.get(name, 0),
         }
         (directory / "extension.json").write_text(json.dumps(manifest, indent=2))
         dirs.append(directory)
@@ -970,7 +1610,7 @@ def settle_orphans(marker: bytes, daemon_pid: int, pgids: set[int], since: int) 
 
 _NOTES = [
     ("skipped a malformed line", "malformed lines skipped"),
-    ("no such call pending", "replies to no pending call dropped"),
+    ("no such request pending", "replies to no pending call dropped"),
     ("-byte line: longer than", "oversized lines dropped"),
     ("sending SIGTERM", "stops escalated to SIGTERM"),
     ("sending SIGKILL", "stops escalated to SIGKILL"),
@@ -978,6 +1618,12 @@ _NOTES = [
     ("; restarting in", "restarts by the restart policy"),
     ("left stopped until", "crash loops stopped by the intensity limit"),
     ("] refused:", "extensions refused (protocol error)"),
+    ("no `ready` frame; ready after", "no `ready`: ready after a moment of quiet"),
+    ("no `ready` within", "no `ready`: ready only at `ready_grace`"),
+    ("dropped `tool_progress` for id", "tool_progress for no pending call dropped"),
+    ("` for panel ", "panel frames for a panel not open dropped"),
+    ("in its answer about", "rewrites for the wrong event ignored"),
+    ("rewrite refused:", "rewrites refused (not an object, or a misfit)"),
 ]
 
 
@@ -990,6 +1636,14 @@ class LogFigures:
     noise_dropped: int = 0
     push_dropped: int = 0
     daemon_errors: list[str] = field(default_factory=list)
+    #: ``cancel`` frames received (``CANCEL`` lines), by extension.
+    cancels: Counter[str] = field(default_factory=Counter)
+    #: Calls the hanger dropped on ``cancel`` (``DROPPED`` lines).
+    dropped_work: int = 0
+    #: Keys and sizes for a panel the newer extension had not opened.
+    unknown_panels: int = 0
+    #: Frames dropped because an extension's stdin queue was full, by extension.
+    queue_full: Counter[str] = field(default_factory=Counter)
 
 
 def read_logs(root: Path) -> LogFigures:
@@ -999,12 +1653,18 @@ def read_logs(root: Path) -> LogFigures:
     for path in sorted((root / "home" / "logs").glob("ext-*.log*")):  # rotated ones too
         name = path.name.partition(".log")[0].removeprefix("ext-")
         for line in path.read_text("utf-8", "replace").splitlines():
-            if line.startswith("FAULT "):
+            if line.startswith("CANCEL "):
+                figures.cancels[name] += 1
+            elif line.startswith("DROPPED "):
+                figures.dropped_work += 1
+            elif line.startswith("UNKNOWN-PANEL "):
+                figures.unknown_panels += 1
+            elif line.startswith("FAULT "):
                 kind, _, detail = line[6:].partition(" ")
                 if kind == "flood":
                     figures.flood_frames += int(detail.removeprefix("frames=") or 0)
                     figures.faults[f"{name}: flood bursts"] += 1
-                elif kind in ("crash", "garbage", "guard"):
+                elif kind in ("crash", "garbage", "guard", "rewriter", "progress", "panel"):
                     figures.faults[f"{name}: {kind} ({detail.partition(' ')[0]})"] += 1
                 elif kind in ("hang", "late"):
                     figures.faults[f"{name}: {kind} (call never answered)"] += kind == "hang"
@@ -1023,6 +1683,8 @@ def read_logs(root: Path) -> LogFigures:
                 for needle, label in _NOTES:
                     if needle in line:
                         figures.reactions[label] += 1
+                if "stdin queue full" in line:
+                    figures.queue_full[name] += 1
     figures.faults = Counter({k: v for k, v in figures.faults.items() if v})
     daemon_log = (root / "daemon.log").read_text("utf-8", "replace").splitlines()
     for line in daemon_log:
@@ -1046,8 +1708,10 @@ def render(
     sent = sum(k.sent for k in kinds.values())
     lost = sum(k.lost for k in kinds.values())
     errors: Counter[str] = Counter()
+    others: Counter[str] = Counter()
     for k in kinds.values():
         errors.update(k.errors)
+        others.update(k.other)
     received = sent - lost
     wrong = sum(k.wrong for k in kinds.values()) + stats.duplicates + stats.idless
     unexpected = {c: n for c, n in errors.items() if c not in CLEAN_ERRORS}
@@ -1069,6 +1733,9 @@ def render(
     row("error replies by code", sum(errors.values()))
     for code, n in sorted(errors.items(), key=lambda kv: -kv[1]):
         row(f"  {code}", n)
+    row("clean ends with no reply to check", sum(others.values()))
+    row("  abandoned: the client gave the call up", others["abandoned"])
+    row("  stopped: the panel's extension stopped instead", others["stopped"])
     row("faults injected by kind", sum(stats.injected.values()) + sum(logs.faults.values()))
     row("  by the soak", "")
     for what, n in sorted(stats.injected.items()):
@@ -1081,7 +1748,7 @@ def render(
     for _, label in _NOTES:
         row(f"  {label}", logs.reactions[label])
     row("  noise dropped (notify frames, bad lines)", logs.noise_dropped)
-    row("push frames received (subscribers)", sum(stats.pushes.values()))
+    row("push frames received (notifications())", sum(stats.pushes.values()))
     for what, n in sorted(stats.pushes.items()):
         row(f"  {what}", n)
     row("  dropped by zotd: client not reading fast enough", logs.push_dropped)
@@ -1089,7 +1756,37 @@ def render(
     row("intercept verdicts", "")
     for what, n in sorted(stats.intercepts.items()):
         row(f"  {what}", n)
+    row("tool progress (call_tool with on_progress)", "")
+    for what, n in sorted(stats.progress.items()):
+        row(f"  {what}", n)
+    row("cancellation", "")
+    row(
+        "  `cancel` requests sent (calls given up)",
+        kinds.get("cancel", KindStats()).sent,
+    )
+    row("    answered, as were the calls they gave up", kinds.get("cancel", KindStats()).ok)
+    for what in (IN_FLIGHT, ANSWERED_ALREADY):
+        row(f"    {what}", stats.cancels[what])
+    row("  `cancel` frames received by the extensions", sum(logs.cancels.values()))
+    for name, n in sorted(logs.cancels.items()):
+        row(f"    {name}", n)
+    row("  hanger: calls it dropped on `cancel`", logs.dropped_work)
+    row("panels (newer: /panel)", "")
+    for what in ("opened", "rendered", "closed by the client", "closed by the extension (`q`)"):
+        row(f"  {what}", stats.panels[what])
+    row("  closed by zotd: its extension stopped", others["stopped"])
+    row("  keys and sizes for panels newer had not opened", logs.unknown_panels)
+    row(f"  still open in newer {LEAK_AFTER:g} s after they closed", len(stats.leaked_panels))
+    left = re.match(r"open (\d+):", stats.panels_left)
+    row("  open in newer at the end (`/panels`)", left.group(1) if left else stats.panels_left)
     row("connections opened", stats.connections)
+    waits = sorted(stats.hello_waits)
+    if waits:
+        slow = sum(1 for w in waits if w >= 0.5)
+        row(
+            "  hello: median / slowest (s), 0.5 s or more",
+            f"{waits[len(waits) // 2]:.3f} / {waits[-1]:.2f}, {slow}",
+        )
     row("extension processes started", len(logs.pids | stats.ext_pids))
     row(
         "daemon RSS start / end (MiB)",
@@ -1129,9 +1826,18 @@ def render(
     out += [f"{label:<{width}}{value:>{vwidth}}" for label, value in rows]
     out.append(rule)
     codes = sorted(errors, key=lambda c: -errors[c])
-    header = ["requests by kind", "sent", "ok", *codes, "lost", "wrong"]
+    ends = sorted(others, key=lambda c: -others[c])
+    header = ["requests by kind", "sent", "ok", *codes, *ends, "lost", "wrong"]
     table = [header] + [
-        [k, str(s.sent), str(s.ok), *(str(s.errors[c]) for c in codes), str(s.lost), str(s.wrong)]
+        [
+            k,
+            str(s.sent),
+            str(s.ok),
+            *(str(s.errors[c]) for c in codes),
+            *(str(s.other[c]) for c in ends),
+            str(s.lost),
+            str(s.wrong),
+        ]
         for k, s in sorted(kinds.items())
     ]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -1155,6 +1861,14 @@ def render(
         failures.append(f"daemon exit code after SIGTERM: {code}")
     if logs.daemon_errors:
         failures.append(f"{len(logs.daemon_errors)} errors in the daemon log")
+    leftover = stats.panels_left.startswith("open ") and not stats.panels_left.startswith("open 0:")
+    if (stats.leaked_panels or leftover) and not logs.queue_full["newer"]:
+        # A `panel_close` (or the `cancel` of a `/panel`) dropped from a full
+        # stdin queue would explain it; nothing else does.
+        failures.append(
+            f"{len(stats.leaked_panels)} panels left open in newer after they closed; "
+            f"at the end: {stats.panels_left}"
+        )
     for sample in stats.lost_samples:
         out.append(f"lost: {sample}")
     for sample in stats.wrong_samples:

@@ -4,7 +4,10 @@ Every extension here is a plain Python script speaking newline-delimited JSON
 on stdin/stdout, as an extension in the wild would. Whatever they write to
 stderr lands in ``$ZOT_HOME/logs/ext-<name>.log``; a line ``FAULT <kind>
 [detail]`` marks a fault the extension committed on purpose, and the soak
-counts those lines at the end.
+counts those lines at the end. So does it count the lines ``CANCEL <id>``:
+every ``cancel`` frame zotd sends (beyond the reference: it stopped waiting
+for request ``id``) is noted so by :func:`frames`, whatever the extension
+does with it.
 
 Randomness is seeded from ``$ZOTD_SOAK_SEED`` and the pid, so a restarted
 process does not replay its predecessor's choices.
@@ -93,10 +96,15 @@ def start(
     commands: tuple[str, ...] = (),
     events: tuple[str, ...] = (),
     intercept: tuple[str, ...] = (),
+    capabilities: tuple[str, ...] = ("tools",),
+    ready: bool = True,
 ) -> None:
-    """Says hello, registers, subscribes and says ready."""
+    """Says hello, registers, subscribes and says ready (unless ``ready=False``,
+    as extensions written with newer zot's SDK do: zotd then waits for quiet).
+
+    All of it is written at once, without waiting for ``hello_ack``."""
     note(f"{name} starting, pid {os.getpid()}")
-    send({"type": "hello", "name": name, "version": "1.0.0", "capabilities": ["tools"]})
+    send({"type": "hello", "name": name, "version": "1.0.0", "capabilities": list(capabilities)})
     for tool in tools:
         send(
             {
@@ -110,11 +118,15 @@ def start(
         send({"type": "register_command", "name": command, "description": f"the {command} command"})
     if events or intercept:
         send({"type": "subscribe", "events": list(events), "intercept": list(intercept)})
-    send({"type": "ready"})
+    if ready:
+        send({"type": "ready"})
 
 
 def frames() -> Iterator[dict[str, Any]]:
-    """The daemon's frames until end of file on stdin (unreadable lines skipped)."""
+    """The daemon's frames until end of file on stdin (unreadable lines skipped).
+
+    A ``cancel`` frame is noted in the log (``CANCEL <id>``) before it is yielded.
+    """
     for line in sys.stdin.buffer:
         try:
             frame = json.loads(line)
@@ -122,4 +134,6 @@ def frames() -> Iterator[dict[str, Any]]:
             note(f"unreadable line from zotd: {line[:80]!r}")
             continue
         if isinstance(frame, dict):
+            if frame.get("type") == "cancel":
+                note(f"CANCEL {frame.get('id')}")
             yield frame

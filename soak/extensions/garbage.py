@@ -5,7 +5,10 @@ Tool `garbage_echo` echoes its arguments, but around (or instead of) the
 correct reply it writes something wrong, chosen at random:
 
 - junk before the reply (not JSON, not an object, no `type`, bad UTF-8,
-  unknown types, known types with missing or mistyped fields);
+  unknown types, known types with missing or mistyped fields, and the
+  newer frames out of place: `tool_progress` for no pending call or with
+  no id, `panel_render` and `panel_close` for panels it never opened or
+  mistyped, a `modified_args` answer to no intercept);
 - a reply with an id zotd never issued (`"g-17"`, `-1`, `1.5`);
 - the correct reply twice;
 - the reply split into two writes 50 ms apart;
@@ -52,6 +55,12 @@ JUNK: list[bytes] = [
     b"\xff\xfe\x00garbage\x80",
     b"   ",
     b'{"type": "tool_result", "id": "1", "content": [{"type": "text"',
+    b'{"type": "tool_progress", "id": "g-1", "message": "progress of no call", "progress": 1}',
+    b'{"type": "tool_progress", "message": "progress without an id"}',
+    b'{"type": "panel_render", "panel_id": "never-opened", "lines": ["garbage"]}',
+    b'{"type": "panel_render", "panel_id": "p-1-1-00000000", "lines": "not a list"}',
+    b'{"type": "panel_close", "panel_id": 7}',
+    b'{"type": "event_intercept_response", "id": "g-y", "modified_args": {"x": 1}}',
 ]
 _ids = iter(range(1, 1 << 62))
 

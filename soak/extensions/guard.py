@@ -2,9 +2,12 @@
 """A guard: blocks tool calls whose `command` contains `rm -rf`, naming the call.
 
 Its `reason` carries the call's `tool_id`, so a verdict delivered to the
-wrong intercept is detectable. Some of its answers are faulty on purpose:
-never sent (the decision waits for `intercept_timeout`, then allows),
-malformed (counts as allow), or slow.
+wrong intercept is detectable; when the arguments it was asked about had
+been rewritten by the `rewriter` (which runs first), the reason says so
+with the `rewritten` value it saw (`guard blocked ID after rewrite X`).
+Some of its answers are faulty on purpose: never sent (the decision waits
+for `intercept_timeout`, then allows), malformed (counts as allow), or
+slow.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ def judge(msg: dict[str, Any]) -> None:
     reply: dict[str, Any] = {"type": "event_intercept_response", "id": rid, "block": block}
     if block:
         reply["reason"] = f"guard blocked {tool_id}"
+        if "rewritten" in args:
+            reply["reason"] += f" after rewrite {args['rewritten']}"
     send(reply)
 
 

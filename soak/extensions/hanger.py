@@ -6,6 +6,10 @@ that some calls are never answered and some are answered too late
 (`--late S` seconds, past the daemon's tool deadline). Half of its
 processes are also stubborn: they ignore SIGTERM and `shutdown`, and keep
 running after end of file on stdin, so only SIGKILL stops them.
+
+When zotd sends `cancel` for a call it is still working on, it drops that
+work (a line `DROPPED <id>` in its log), as a well-written tool does; a late
+answer is sent whatever happens (zotd drops it).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from extlib import fault, frames, rng, send, start, tool_result
+from extlib import fault, frames, note, rng, send, start, tool_result
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--late", type=float, default=3.0, help="delay of a late answer, seconds")
@@ -30,8 +34,19 @@ if stubborn:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def answer_after(delay: float, reply: dict[str, Any]) -> None:
+cancelled: set[str] = set()
+lock = threading.Lock()
+
+
+def answer_after(delay: float, reply: dict[str, Any], late: bool) -> None:
     time.sleep(delay)
+    rid = str(reply["id"])
+    with lock:
+        dropped = rid in cancelled and not late
+        cancelled.discard(rid)
+    if dropped:
+        note(f"DROPPED {rid}")
+        return
     send(reply)
 
 
@@ -43,13 +58,17 @@ for msg in frames():
         if draw < opts.hang:
             fault("hang", str(msg["id"]))
             continue
-        if draw < opts.hang + opts.late_chance:
+        late = draw < opts.hang + opts.late_chance
+        if late:
             fault("late", str(msg["id"]))
             delay = opts.late
         else:
             delay = rng.uniform(0, 0.2)
         reply = tool_result(msg["id"], msg.get("args") or {})
-        threading.Thread(target=answer_after, args=(delay, reply), daemon=True).start()
+        threading.Thread(target=answer_after, args=(delay, reply, late), daemon=True).start()
+    elif kind == "cancel":
+        with lock:
+            cancelled.add(str(msg.get("id")))
     elif kind == "shutdown":
         if stubborn:
             fault("ignored-shutdown")
