@@ -304,9 +304,9 @@ async def test_ready_after_quiet_and_after_grace(
 ) -> None:
     async def chatty(io: FakeIO) -> None:
         await io.hello("chatty", ready=False)
-        for _ in range(100):  # never quiet for 0.2 s, never `ready`
+        for i in range(100):  # never done registering for 0.2 s, never `ready`
             await trio.sleep(0.1)
-            await io.send(type="notify", message="tick")
+            await io.send(type="register_command", name=f"c{i}")
         async for _ in io.frames():
             pass
 
@@ -319,6 +319,31 @@ async def test_ready_after_quiet_and_after_grace(
     assert elapsed(start) == 3
     assert {e.state for e in ws.extensions.values()} == {"ready"}
     assert "no `ready` within 3 s" in paths.extension_log("chatty").read_text()
+
+
+async def test_an_extension_serving_calls_is_ready_after_its_registrations_end(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    # Like newer zot's SDK: no `ready`, and busy answering (and reporting
+    # progress, and notifying) from the start: only registrations count.
+    async def busy(io: FakeIO) -> None:
+        await io.hello("busy", ready=False, tools=["t"])
+        async for frame in io.frames():
+            if isinstance(frame, ep.ToolCall):
+                await io.send(type="tool_progress", id=frame.id, message="on it")
+                await io.send(type="notify", message="working")
+                await io.send(type="tool_result", id=frame.id, content=[])
+
+    ws, _ = await open_workspace(nursery, paths, project, {"busy": busy})
+    start = trio.current_time()
+    ext = ws.extensions["busy"]
+    while "t" not in ws.registry.tools:
+        await trio.sleep(0.01)
+    while not ext.settled.is_set():
+        await ws.call_tool("t", Raw(b"{}"), None)
+        await trio.sleep(0.05)
+    assert ext.state == "ready"
+    assert elapsed(start) == pytest.approx(0.2, abs=0.06)
 
 
 async def test_hello_deadline_and_agent_grace(

@@ -92,7 +92,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     #: The agent's ``hello`` waits at most this long for extensions to be ready.
     ready_grace: Seconds = 3.0
     #: An extension that sent ``hello`` but no ``ready`` counts as ready once it
-    #: has been quiet this long (the reference's quick start never sends ``ready``).
+    #: has registered nothing this long (the reference's quick start never sends
+    #: ``ready``; newer zot's SDK neither).
     ready_idle: Seconds = 0.2
     #: An extension that has not sent ``hello`` by then is stopped and marked failed.
     hello_timeout: Seconds = 10.0

@@ -93,6 +93,10 @@ class _Noise:
         return False, ended
 
 
+#: Frames of the registration window: each one keeps an extension that sends
+#: no ``ready`` from counting as ready for another ``ready_idle``.
+_REGISTRATIONS = (ep.Hello, ep.RegisterCommand, ep.RegisterTool, ep.Subscribe)
+
 Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
 R = TypeVar("R", ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
 
@@ -639,7 +643,10 @@ class Extension:
             if self._noisy():
                 log.debug("extension %s: ignored unknown frame type %r", self.name, frame.type)
             return
-        if self._quiet_scope is not None:
+        if self._quiet_scope is not None and isinstance(frame, _REGISTRATIONS):
+            # Still registering: not quiet yet. (Replies, progress and notes
+            # say nothing of that: an extension already serving calls
+            # without ever sending `ready` must not wait out the grace.)
             self._quiet_scope.deadline = trio.current_time() + self._config.ready_idle
         if not self._hello.is_set():
             self._on_first(frame)
