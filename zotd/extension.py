@@ -718,7 +718,10 @@ class Extension:
             if self._noisy():
                 self.note(f"dropped `tool_progress` for id {frame.id!r}: no tool call pending")
         elif slot.progress is not None and self._noisy():
-            slot.progress(frame)
+            try:
+                slot.progress(frame)
+            except Exception:  # a bug there must not take the reader down with it
+                log.exception("a progress callback failed")
 
     def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
         if self._noisy():
