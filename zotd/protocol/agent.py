@@ -1,9 +1,11 @@
 """Agent protocol v1: frames on the daemon's Unix socket.
 
 Requests are ``{"id": <string|int>, "type": "<command>", ...}``; every request
-gets exactly one :class:`Response` with the same ``id``. Push frames
-(:class:`NotifyPush`, :class:`ExtensionStatePush`) carry no ``id`` and reach
-only connections that sent ``subscribe``. See ``docs/agent-protocol.md``.
+gets exactly one :class:`Response` with the same ``id``. Push frames carry no
+``id``: :class:`NotifyPush` and :class:`ExtensionStatePush` reach the
+connections that sent ``subscribe``; :class:`PanelRenderPush`,
+:class:`PanelClosePush` and :class:`ToolProgressPush` reach the one
+connection they concern. See ``docs/agent-protocol.md``.
 
 The ``data`` of a successful response is one of the ``*Data`` Structs below;
 a client decodes the raw ``data`` of a :class:`RawResponse` straight into the
