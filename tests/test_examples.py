@@ -64,6 +64,23 @@ class Ran:
     err: str
 
 
+async def run_zot(args: list[str], *, cwd: Path, env: dict[str, str], stdin: bytes = b"") -> Ran:
+    """``zot ARGS`` as a separate process (bounded by ``TIMEOUT``); a traceback fails the test."""
+    with trio.fail_after(TIMEOUT):
+        res: subprocess.CompletedProcess[bytes] = await trio.run_process(
+            [str(ZOT), *args],
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    ran = Ran(res.returncode, res.stdout.decode(), res.stderr.decode())
+    assert "Traceback" not in ran.err, ran
+    return ran
+
+
 class User:
     """Someone at a terminal in the project, with a daemon running."""
 
@@ -74,19 +91,7 @@ class User:
 
     async def zot(self, *args: str) -> Ran:
         """``zot ARGS`` in the project, as a separate process."""
-        with trio.fail_after(TIMEOUT):
-            res: subprocess.CompletedProcess[bytes] = await trio.run_process(
-                [str(ZOT), *args],
-                cwd=self.project,
-                env=self.env,
-                stdin=b"",
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-        ran = Ran(res.returncode, res.stdout.decode(), res.stderr.decode())
-        assert "Traceback" not in ran.err, ran
-        return ran
+        return await run_zot(list(args), cwd=self.project, env=self.env)
 
     async def install(self, name: str) -> str:
         """``zot ext install examples/extensions/NAME``; returns what it printed."""

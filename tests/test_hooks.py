@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ import trio
 
 from tests.conftest import StartDaemon, add_extension, add_newer_zot
 from tests.test_autostart import daemons_on
-from tests.test_examples import EXAMPLES, ZOT, Ran, install, user_env, wait_for_lines
+from tests.test_examples import EXAMPLES, Ran, install, run_zot, user_env, wait_for_lines
 from zotd.client import connect
 from zotd.paths import Paths
 
@@ -73,19 +72,7 @@ class Agent:
 
     async def hook(self, command: str, stdin: bytes, *args: str) -> Ran:
         """``zot hook COMMAND ARGS`` with ``stdin``, as Claude Code runs a hook."""
-        with trio.fail_after(TIMEOUT):
-            res: subprocess.CompletedProcess[bytes] = await trio.run_process(
-                [str(ZOT), "hook", command, *args],
-                cwd=self.project,
-                env=self.env,
-                stdin=stdin,
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-            )
-        ran = Ran(res.returncode, res.stdout.decode(), res.stderr.decode())
-        assert "Traceback" not in ran.err, ran
-        return ran
+        return await run_zot(["hook", command, *args], cwd=self.project, env=self.env, stdin=stdin)
 
     @property
     def audit_log(self) -> Path:

@@ -269,7 +269,7 @@ class ClientSession:
                     self._running[key] = (req.id, scope)
                 reply = await self._answer(req, command, line)
             if scope.cancelled_caught:  # by `cancel`: other cancellations propagate
-                reply = ap.fail(req.id, command, Code.CANCELLED, "cancelled by the client")
+                reply = _cancelled(req.id, command)
             await self._send(reply)
         finally:
             self._running.pop(key, None)
@@ -329,7 +329,7 @@ class ClientSession:
         if key is not None:
             _, withdraw = self._calls.pop(key)
             withdraw()
-            self._reply(ap.fail(rid, "call_tool", Code.CANCELLED, "cancelled by the client"))
+            self._reply(_cancelled(rid, "call_tool"))
             self._request_done()
             return True
         key = next((k for k, (req_id, _) in self._running.items() if req_id == rid), None)
@@ -476,6 +476,11 @@ class ClientSession:
         log.info("client %d (%s) joined %s", self.number, req.client or "?", root)
         await ws.wait_settled()
         return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, str(root), os.getpid())
+
+
+def _cancelled(rid: ap.Id, command: str) -> bytes:
+    """The reply to a request the client gave up with ``cancel``."""
+    return ap.fail(rid, command, Code.CANCELLED, "cancelled by the client")
 
 
 def _hung_up(fd: int) -> bool:

@@ -358,10 +358,8 @@ class Workspace:
 
     def on_exit(self, ext: Extension) -> None:
         self.registry.remove(ext.name)
-        for key, owner in list(self._panels.items()):
-            if key[0] == ext.name:
-                del self._panels[key]
-                owner.deliver(ap.encode(ap.PanelClosePush(ext.name, key[1], reason="stopped")))
+        for key in [key for key in self._panels if key[0] == ext.name]:
+            self._panel_closed(key, "stopped")
         self._push_state(ext)
 
     def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
@@ -379,8 +377,7 @@ class Workspace:
                 )
             )
         else:
-            del self._panels[key]
-            owner.deliver(ap.encode(ap.PanelClosePush(ext.name, frame.panel_id)))
+            self._panel_closed(key, "extension")
 
     def _push_state(self, ext: Extension) -> None:
         if not self.subscribers:
@@ -466,9 +463,13 @@ class Workspace:
         key = (ext.name, panel_id)
         before = self._panels.get(key)
         if before is not None and before is not client:
-            # The same panel opened again, from another client: it moves.
-            before.deliver(ap.encode(ap.PanelClosePush(ext.name, panel_id, reason="moved")))
+            self._panel_closed(key, "moved")  # opened again, by another client: it moves
         self._panels[key] = client
+
+    def _panel_closed(self, key: tuple[str, str], reason: str) -> None:
+        """Forgets an open panel and tells the client that had it why."""
+        owner = self._panels.pop(key)
+        owner.deliver(ap.encode(ap.PanelClosePush(key[0], key[1], reason=reason)))
 
     def _close_panel(self, key: tuple[str, str]) -> None:
         del self._panels[key]
