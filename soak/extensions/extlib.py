@@ -21,7 +21,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 rng = random.Random(f"{os.environ.get('ZOTD_SOAK_SEED', '0')}-{os.getpid()}")
@@ -137,3 +137,14 @@ def frames() -> Iterator[dict[str, Any]]:
             if frame.get("type") == "cancel":
                 note(f"CANCEL {frame.get('id')}")
             yield frame
+
+
+def serve(kind: str, handle: Callable[[dict[str, Any]], None]) -> None:
+    """Handles every frame of type ``kind`` in a thread of its own (so a slow
+    one holds up nothing) until ``shutdown``, which it acknowledges."""
+    for msg in frames():
+        if msg.get("type") == kind:
+            threading.Thread(target=handle, args=(msg,), daemon=True).start()
+        elif msg.get("type") == "shutdown":
+            send({"type": "shutdown_ack"})
+            break

@@ -29,7 +29,7 @@ import threading
 import time
 from typing import Any
 
-from extlib import fault, frames, rng, send, start, tool_result, write, write_split
+from extlib import fault, rng, send, serve, start, tool_result, write, write_split
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--huge", type=int, default=100_000, help="bytes in an oversized line")
@@ -108,10 +108,4 @@ def spontaneous() -> None:
 
 start("garbage", tools=("garbage_echo",))
 threading.Thread(target=spontaneous, daemon=True).start()
-for msg in frames():
-    kind = msg.get("type")
-    if kind == "tool_call":
-        threading.Thread(target=answer, args=(msg,), daemon=True).start()
-    elif kind == "shutdown":
-        send({"type": "shutdown_ack"})
-        break
+serve("tool_call", answer)

@@ -12,11 +12,10 @@ slow.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
-from extlib import fault, frames, rng, send, start
+from extlib import fault, rng, send, serve, start
 
 
 def judge(msg: dict[str, Any]) -> None:
@@ -43,10 +42,4 @@ def judge(msg: dict[str, Any]) -> None:
 
 
 start("guard", events=("tool_call",), intercept=("tool_call",))
-for msg in frames():
-    kind = msg.get("type")
-    if kind == "event_intercept":
-        threading.Thread(target=judge, args=(msg,), daemon=True).start()
-    elif kind == "shutdown":
-        send({"type": "shutdown_ack"})
-        break
+serve("event_intercept", judge)

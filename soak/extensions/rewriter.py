@@ -26,11 +26,10 @@ call it was asked to rewrite, `modified_args` that is not a JSON object
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
-from extlib import fault, frames, rng, send, start
+from extlib import fault, rng, send, serve, start
 
 SECRET = "hunter2"
 
@@ -92,10 +91,4 @@ start(
     "rewriter",
     intercept=("tool_call", "turn_start", "assistant_message"),
 )
-for msg in frames():
-    kind = msg.get("type")
-    if kind == "event_intercept":
-        threading.Thread(target=judge, args=(msg,), daemon=True).start()
-    elif kind == "shutdown":
-        send({"type": "shutdown_ack"})
-        break
+serve("event_intercept", judge)
