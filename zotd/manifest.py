@@ -85,6 +85,8 @@ class Found:
     error: str = ""
     #: Why it may not run (a project extension the user has not trusted), or "".
     untrusted: str = ""
+    #: Problems that do not stop it (an unknown manifest key, ...), each a sentence.
+    warnings: list[str] = field(default_factory=list)
 
 
 _decoder = msgspec.json.Decoder(Manifest)

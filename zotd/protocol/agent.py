@@ -274,6 +274,16 @@ class NotifyPush(msgspec.Struct, tag_field="type", tag="notify", gc=False):
     message: str
 
 
+class Shadowed(msgspec.Struct):
+    """A command (``/name``) or tool (``name``) an extension registered but
+    does not hold: ``held_by`` is the extension (or ``zot`` for a built-in)
+    that holds it, ``reason`` says why, in words."""
+
+    name: str
+    held_by: str
+    reason: str
+
+
 class CommandInfo(msgspec.Struct):
     """One slash command."""
 
@@ -379,6 +389,12 @@ class ExtensionInfo(msgspec.Struct):
     capabilities: list[str] = []
     #: Replies it sent for requests no longer pending (dropped).
     late_replies: int = 0
+    #: Problems with its manifest that do not stop it (an unknown key, ...).
+    warnings: list[str] = []
+    #: Seconds since its process started, while it runs; else ``None``.
+    uptime_s: float | None = None
+    #: Names it registered that another holds: ``/cmd`` or ``tool``, with why.
+    shadowed: list[Shadowed] = []
 
 
 class ExtensionsData(msgspec.Struct):
@@ -485,6 +501,8 @@ class WorkspaceStatus(msgspec.Struct):
     clients: int
     extensions: int
     ready: int
+    #: Extension processes this workspace runs now (each workspace runs its own).
+    processes: int = 0
 
 
 class StatusData(msgspec.Struct):
