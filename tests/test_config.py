@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from zotd.config import (
@@ -12,6 +15,7 @@ from zotd.config import (
     Config,
     ConfigError,
     load_config,
+    resolve_socket,
 )
 from zotd.protocol.lines import DEFAULT_MAX_LINE
 
@@ -112,9 +116,11 @@ def test_config_is_frozen() -> None:
 # --- errors -------------------------------------------------------------------
 
 
-def test_unknown_key_names_file_and_key(tmp_path: Path) -> None:
+def test_unknown_key_names_file_and_key_and_suggests_the_closest(tmp_path: Path) -> None:
     path = write(tmp_path, "tool_timout = 5\n")
-    assert config_error(path) == f"{path}: Object contains unknown field `tool_timout`"
+    assert config_error(path) == (
+        f"{path}: unknown field `tool_timout`; did you mean `tool_timeout`?"
+    )
 
 
 def test_wrong_type_names_file_and_field(tmp_path: Path) -> None:
@@ -168,10 +174,10 @@ def test_wrong_optional_type(tmp_path: Path) -> None:
     assert config_error(path) == f"{path}: field `socket`: Expected `str | null`, got `int`"
 
 
-def test_bad_log_level_names_file_and_field(tmp_path: Path) -> None:
+def test_bad_log_level_lists_the_valid_ones(tmp_path: Path) -> None:
     path = write(tmp_path, 'log_level = "loud"\n')
     assert config_error(path) == (
-        f"{path}: log_level must be debug, info, warning or error, not 'loud'"
+        f"{path}: field `log_level`: must be one of debug, info, warning, error, not 'loud'"
     )
 
 
@@ -181,7 +187,7 @@ def test_non_string_log_level(tmp_path: Path) -> None:
 
 
 def test_bad_log_level_in_python_raises_value_error() -> None:
-    with pytest.raises(ValueError, match="log_level must be debug, info, warning or error"):
+    with pytest.raises(ValueError, match="log_level`: must be one of debug, info, warning, error"):
         Config(log_level="verbose")
 
 
@@ -196,11 +202,146 @@ def test_invalid_toml_without_equals(tmp_path: Path) -> None:
     assert config_error(path).startswith(f"{path}: not valid TOML: ")
 
 
-def test_table_instead_of_top_level_keys(tmp_path: Path) -> None:
+def test_table_instead_of_top_level_keys_lists_the_known_ones(tmp_path: Path) -> None:
     path = write(tmp_path, "[daemon]\ntool_timeout = 5\n")
-    assert config_error(path) == f"{path}: Object contains unknown field `daemon`"
+    message = config_error(path)
+    assert message.startswith(f"{path}: unknown field `daemon`; the known ones are ")
+    known = message.split("the known ones are ")[1].split(", ")
+    assert known == [f.name for f in msgspec.structs.fields(Config)]
 
 
 def test_unreadable_path_names_the_file(tmp_path: Path) -> None:
     # A directory where the file should be: read_bytes() fails with an OSError.
     assert config_error(tmp_path) == f"{tmp_path}: cannot read: Is a directory"
+
+
+# --- what a mistyped value or key says --------------------------------------------
+
+
+def test_bad_restart_policy_lists_the_valid_ones(tmp_path: Path) -> None:
+    path = write(tmp_path, '[restart]\npolicy = "sometimes"\n')
+    assert config_error(path) == (
+        f"{path}: field `restart.policy`: must be one of on-failure, always, never, not 'sometimes'"
+    )
+
+
+def test_bad_restart_policy_of_one_extension_names_it(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[extensions.hello.restart]\npolicy = "never"\n[extensions.weather.restart]\npolicy = "nevr"\n',
+    )
+    assert config_error(path) == (
+        f"{path}: field `extensions.weather.restart.policy`: "
+        "must be one of on-failure, always, never, not 'nevr'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[restart]\npolcy = 'never'\n",
+            "unknown field `restart.polcy`; did you mean `restart.policy`?",
+        ),
+        (
+            "[restart]\nbackoff_maximum = 5\n",
+            "unknown field `restart.backoff_maximum`; did you mean `restart.backoff_max`?",
+        ),
+        (
+            "[extensions.weather]\nprioirty = 1\n",
+            "unknown field `extensions.weather.prioirty`; did you mean `extensions.weather.priority`?",
+        ),
+        (
+            "[extensions.weather.restart]\nintensty = 2\n",
+            "unknown field `extensions.weather.restart.intensty`; "
+            "did you mean `extensions.weather.restart.intensity`?",
+        ),
+        (
+            '[extensions."my.ext"]\nrestrat = {}\n',
+            'unknown field `extensions."my.ext".restrat`; did you mean `extensions."my.ext".restart`?',
+        ),
+        (
+            "[extensions.weather]\ncolour = 'red'\n",
+            "unknown field `extensions.weather.colour`; the known ones are restart, priority",
+        ),
+    ],
+)
+def test_unknown_key_in_a_table_suggests_the_closest(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = write(tmp_path, text)
+    assert config_error(path) == f"{path}: {message}"
+
+
+def test_a_bad_value_in_an_extensions_table_names_the_extension(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "[extensions.ok]\npriority = 1\n[extensions.weather.restart]\nintensity = 0\n"
+    )
+    assert config_error(path) == (
+        f"{path}: field `extensions.weather.restart.intensity`: Expected `int` >= 1"
+    )
+
+
+def test_a_table_that_is_not_a_table_names_its_key(tmp_path: Path) -> None:
+    path = write(tmp_path, "[extensions]\nweather = 3\n")
+    assert config_error(path) == f"{path}: field `extensions.weather`: Expected `object`, got `int`"
+
+
+# --- socket: one path, whatever the current directory -------------------------
+
+
+def test_relative_socket_is_relative_to_the_config_file(tmp_path: Path) -> None:
+    path = write(tmp_path, 'socket = "run/zotd.sock"\n')
+    assert load_config(path).socket == str(tmp_path / "run" / "zotd.sock")
+
+
+def test_relative_config_path_gives_an_absolute_socket(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "conf").mkdir()
+    write(tmp_path / "conf", 'socket = "../run/zotd.sock"\n')
+    monkeypatch.chdir(tmp_path)
+    socket = load_config(Path("conf/zotd.toml")).socket
+    assert socket == str(tmp_path / "conf" / ".." / "run" / "zotd.sock")
+
+
+def test_socket_tilde_is_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    path = write(tmp_path, 'socket = "~/zot/zotd.sock"\n')
+    assert load_config(path).socket == str(tmp_path / "me" / "zot" / "zotd.sock")
+
+
+def test_absolute_socket_is_kept(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, 'socket = "/tmp/z.sock"\n')).socket == "/tmp/z.sock"
+
+
+def test_resolve_socket(tmp_path: Path) -> None:
+    config_file = tmp_path / "zotd.toml"
+    assert resolve_socket("a.sock", config_file) == tmp_path / "a.sock"
+    assert resolve_socket("/x/a.sock", config_file) == Path("/x/a.sock")
+
+
+def test_two_processes_in_two_directories_read_the_same_socket(tmp_path: Path) -> None:
+    """Each process resolves the file's relative socket itself: from anywhere,
+    with the config file named relatively or not, it is the same path."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    write(conf, 'socket = "run/zotd.sock"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = "import sys; from pathlib import Path; from zotd.config import load_config; "
+    code += "print(load_config(Path(sys.argv[1])).socket)"
+    seen = set()
+    for cwd, config in ((conf, "zotd.toml"), (elsewhere, str(conf / "zotd.toml"))):
+        done = subprocess.run(
+            [sys.executable, "-c", code, config],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        seen.add(done.stdout.strip())
+    assert seen == {str(conf / "run" / "zotd.sock")}
