@@ -21,6 +21,7 @@ from zotd.manifest import (
     load,
     project_dir,
     read_manifest,
+    read_manifest_with_warnings,
     resolve_exec,
 )
 
@@ -467,3 +468,83 @@ def test_hidden_project_dirs_are_ignored(tmp_path: Path) -> None:
 def test_global_dir_that_is_a_file(tmp_path: Path) -> None:
     (tmp_path / "global").write_text("")
     assert discover(workspace=None, global_dir=tmp_path / "global") == []
+
+
+# --- unknown keys: accepted, with a warning --------------------------------------
+
+#: Every manifest key zot's own documents name (the reference's table, and
+#: current zot's ``skills``) and the ones zotd documents (docs/extensions.md).
+DOCUMENTED = {
+    "name": "documented",
+    "version": "1.0.0",
+    "exec": "./run",
+    "args": ["--mode", "daemon"],
+    "language": "go",
+    "description": "every key there is",
+    "enabled": True,
+    "skills": ["skills/"],
+    "priority": -5,
+    "env": {"MODE": "test"},
+    "env_passthrough": ["HOME"],
+}
+
+
+def test_a_mistyped_key_is_accepted_with_a_warning(tmp_path: Path) -> None:
+    directory = make_extension(tmp_path, "weather", enabeld=False)
+    found = load(directory, Scope.GLOBAL)
+    assert found.error == ""
+    assert found.manifest is not None and found.manifest.enabled is True  # the typo did nothing
+    assert found.warnings == [
+        "extension.json: unknown key `enabeld` (ignored); did you mean `enabled`?"
+    ]
+
+
+def test_an_unknown_key_far_from_any_gets_no_suggestion(tmp_path: Path) -> None:
+    found = load(make_extension(tmp_path, "weather", colour="red"), Scope.GLOBAL)
+    assert found.warnings == ["extension.json: unknown key `colour` (ignored)"]
+
+
+def test_one_warning_per_unknown_key_in_file_order(tmp_path: Path) -> None:
+    directory = make_extension(tmp_path, "weather", descripton="x", priorty=1, Exec="./run")
+    assert load(directory, Scope.GLOBAL).warnings == [
+        "extension.json: unknown key `descripton` (ignored); did you mean `description`?",
+        "extension.json: unknown key `priorty` (ignored); did you mean `priority`?",
+        "extension.json: unknown key `Exec` (ignored); did you mean `exec`?",
+    ]
+
+
+def test_every_documented_key_is_known(tmp_path: Path) -> None:
+    make_exe(tmp_path / "documented" / "run")
+    write_manifest(tmp_path / "documented", DOCUMENTED)
+    found = load(tmp_path / "documented", Scope.GLOBAL)
+    assert (found.error, found.warnings) == ("", [])
+
+
+def test_a_working_manifest_has_no_warnings(tmp_path: Path) -> None:
+    assert load(make_extension(tmp_path, "weather"), Scope.GLOBAL).warnings == []
+
+
+def test_read_manifest_still_ignores_unknown_keys(tmp_path: Path) -> None:
+    directory = make_extension(tmp_path, "weather", enabeld=False)
+    assert read_manifest(directory) == Manifest(name="weather", exec="./run")
+    manifest, warnings = read_manifest_with_warnings(directory)
+    assert manifest == Manifest(name="weather", exec="./run")
+    assert warnings == ["extension.json: unknown key `enabeld` (ignored); did you mean `enabled`?"]
+
+
+def test_a_broken_manifest_has_an_error_not_warnings(tmp_path: Path) -> None:
+    directory = write_manifest(tmp_path / "broken", {"name": "broken", "enabeld": True})
+    found = load(directory, Scope.GLOBAL)
+    assert found.error  # no exec
+    assert found.warnings == []
+
+
+def test_discover_keeps_the_warnings(tmp_path: Path) -> None:
+    root = tmp_path / "global"
+    make_extension(root, "typo", enabeld=True)
+    make_extension(root, "fine")
+    warnings = {f.name: f.warnings for f in discover(workspace=None, global_dir=root)}
+    assert warnings == {
+        "fine": [],
+        "typo": ["extension.json: unknown key `enabeld` (ignored); did you mean `enabled`?"],
+    }

@@ -14,6 +14,7 @@ A broken manifest never raises out of :func:`discover`: it becomes a
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
@@ -59,6 +60,14 @@ class Manifest(msgspec.Struct, kw_only=True):
     env_passthrough: list[str] = []
 
 
+#: Keys a manifest may have beyond :class:`Manifest`'s fields without a warning:
+#: current zot's (``skills``: its skill directories, which zotd does not load).
+OTHER_KEYS = ("skills",)
+
+#: Every key a manifest may have without a warning.
+KNOWN_KEYS = (*(f.encode_name for f in msgspec.structs.fields(Manifest)), *OTHER_KEYS)
+
+
 class ManifestError(Exception):
     """A manifest that cannot be used; the message says why."""
 
@@ -102,11 +111,21 @@ def check_name(name: str) -> None:
 
 
 def read_manifest(directory: Path) -> Manifest:
-    """Parses and checks ``directory/extension.json``.
+    """Parses and checks ``directory/extension.json`` (unknown keys are ignored).
 
     Raises:
         ManifestError: missing, unreadable, not JSON, a missing or mistyped field,
             or an unsafe name.
+    """
+    return read_manifest_with_warnings(directory)[0]
+
+
+def read_manifest_with_warnings(directory: Path) -> tuple[Manifest, list[str]]:
+    """:func:`read_manifest`, and what is odd but harmless about the manifest:
+    a sentence for each unknown key, with the closest known one.
+
+    Raises:
+        ManifestError: as :func:`read_manifest`.
     """
     path = directory / MANIFEST
     try:
@@ -124,7 +143,26 @@ def read_manifest(directory: Path) -> Manifest:
     check_name(manifest.name)
     if not manifest.exec:
         raise ManifestError(f"{path}: `exec` is empty")
-    return manifest
+    return manifest, unknown_key_warnings(data)
+
+
+def unknown_key_warnings(data: bytes) -> list[str]:
+    """A warning for each top-level key of a manifest (JSON text) that is not in
+    :data:`KNOWN_KEYS`, in the file's order; none if ``data`` is not a JSON object."""
+    try:
+        keys = msgspec.json.decode(data, type=dict[str, msgspec.Raw])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return []
+    warnings = []
+    for key in keys:
+        if key in KNOWN_KEYS:
+            continue
+        warning = f"{MANIFEST}: unknown key `{key}` (ignored)"
+        close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
+        if close:
+            warning += f"; did you mean `{close[0]}`?"
+        warnings.append(warning)
+    return warnings
 
 
 def resolve_exec(manifest: Manifest, directory: Path, path_env: str | None = None) -> str:
@@ -161,10 +199,12 @@ def load(directory: Path, scope: str, path_env: str | None = None) -> Found:
     """
     directory = directory.absolute()
     try:
-        manifest = read_manifest(directory)
+        manifest, warnings = read_manifest_with_warnings(directory)
     except ManifestError as exc:
         return Found(name=directory.name, dir=directory, scope=scope, error=str(exc))
-    found = Found(name=manifest.name, dir=directory, scope=scope, manifest=manifest)
+    found = Found(
+        name=manifest.name, dir=directory, scope=scope, manifest=manifest, warnings=warnings
+    )
     try:
         found.argv = [resolve_exec(manifest, directory, path_env), *manifest.args]
     except ManifestError as exc:
