@@ -12,8 +12,11 @@ The Model Context Protocol server (the official ``mcp`` package's low-level
   announced with ``notifications/tools/list_changed``
   (``notifications/prompts/list_changed``).
 
-stdout is the MCP stream: nothing else is written to it. This module imports
-``mcp``; ``zot`` imports it only when ``zot mcp`` runs.
+stdout is the MCP stream: nothing else is written to it. At the end of stdin,
+every request already read is answered before ``zot mcp`` exits (a host may
+pipe its requests and close stdin at once); :class:`Drain` holds the end of
+input back from the server until then. This module imports ``mcp``; ``zot``
+imports it only when ``zot mcp`` runs.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections import Counter
+from collections.abc import AsyncIterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 import mcp.types as mt
@@ -31,6 +36,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from . import __version__
 from .client import Client, ZotdError, connect
@@ -42,6 +48,11 @@ PROGRESS_BUFFER = 64
 
 #: The one argument of every prompt: what a user would type after ``/NAME``.
 ARGS = "args"
+
+#: After the end of stdin, the longest ``zot mcp`` waits for the answers to the
+#: requests it has read: a little more than zotd's default tool and command
+#: deadlines (60 s), after which zotd answers anyway.
+DRAIN_TIMEOUT = 65.0
 
 
 def _log(message: str) -> None:
@@ -247,15 +258,109 @@ class Bridge:
                 await self.session.send_prompt_list_changed()
 
 
+def _request_key(value: object) -> object:
+    """A request id as the dispatcher correlates it ("7" and 7 are one)."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return value
+
+
+class Sink(Protocol):
+    """Where the MCP server's messages go (the stdio transport's write stream)."""
+
+    async def send(self, item: SessionMessage, /) -> None: ...
+    async def aclose(self) -> None: ...
+
+
+class Drain:
+    """Between the stdio transport and the MCP server: the end of stdin reaches
+    the server only once every request read so far has been answered, or
+    ``bound`` seconds after it, whichever comes first.
+
+    The ``mcp`` package's server cancels the requests in flight when its input
+    ends (they get a "Connection closed" error), so a host that writes its
+    requests and closes stdin at once would lose them.
+    """
+
+    def __init__(
+        self,
+        read: AsyncIterable[SessionMessage | Exception],
+        write: Sink,
+        bound: float = DRAIN_TIMEOUT,
+    ) -> None:
+        self._read = read
+        self._write = write
+        self.bound = bound
+        #: Ids of the requests read and not answered yet (with their count: a
+        #: reused id is answered once per request).
+        self.pending: Counter[object] = Counter()
+        self._answered = anyio.Event()
+        self._to_server, self.server_read = anyio.create_memory_object_stream[
+            SessionMessage | Exception
+        ](0)
+        self.server_write, self._from_server = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def pump_in(self) -> None:
+        """stdin to the server; at its end, waits for the answers, then ends the server's input."""
+        async with self._to_server:
+            async for item in self._read:
+                if isinstance(item, SessionMessage):
+                    message = item.message
+                    if isinstance(message, mt.JSONRPCRequest):
+                        self.pending[_request_key(message.id)] += 1
+                    elif (
+                        isinstance(message, mt.JSONRPCNotification)
+                        and message.method == "notifications/cancelled"
+                    ):
+                        # A cancelled request is never answered.
+                        self._settle((message.params or {}).get("requestId"))
+                await self._to_server.send(item)
+            with anyio.move_on_after(self.bound):
+                while self.pending.total() > 0:
+                    await self._answered.wait()
+            if self.pending.total() > 0:
+                _log(
+                    f"end of input: {self.pending.total()} request(s) still unanswered "
+                    f"after {self.bound:g} s; giving up on them"
+                )
+
+    async def pump_out(self) -> None:
+        """The server's messages to stdout, counting the answers."""
+        try:
+            async with self._from_server:
+                async for item in self._from_server:
+                    await self._write.send(item)
+                    message = item.message
+                    if isinstance(message, mt.JSONRPCResponse | mt.JSONRPCError):
+                        self._settle(message.id)
+        finally:
+            await self._write.aclose()
+
+    def _settle(self, request_id: object) -> None:
+        key = _request_key(request_id)
+        if self.pending[key] <= 0:
+            return
+        self.pending[key] -= 1
+        if self.pending[key] == 0:
+            del self.pending[key]
+        self._answered.set()
+        self._answered = anyio.Event()
+
+
 async def serve(
     *,
     socket: Path,
     cwd: Path | None = None,
     token: str | None = None,
     start: bool | None = None,
+    drain_timeout: float = DRAIN_TIMEOUT,
 ) -> int:
     """Serves the workspace of ``cwd`` over stdio until the host closes stdin (0) or
-    zotd goes away (1). Starts the daemon if none runs, unless ``start=False``."""
+    zotd goes away (1). Starts the daemon if none runs, unless ``start=False``.
+
+    At the end of stdin, the requests already read are answered first, for at
+    most ``drain_timeout`` seconds (pass a little more than zotd's
+    ``tool_timeout`` and ``command_timeout``)."""
     try:
         async with connect(
             socket,
@@ -281,7 +386,11 @@ async def serve(
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                await server.run(read, write, bridge.options(server))
+                drain = Drain(read, write, drain_timeout)
+                async with anyio.create_task_group() as serving:
+                    serving.start_soon(drain.pump_in)
+                    serving.start_soon(drain.pump_out)
+                    await server.run(drain.server_read, drain.server_write, bridge.options(server))
                 tg.cancel_scope.cancel()
             if lost:
                 _log("zotd closed the connection")
