@@ -54,8 +54,14 @@ p.add_argument("--first-frame", default="hello")
 p.add_argument("--exit-after-ready", type=int)
 p.add_argument("--notify")
 p.add_argument("--no-read", action="store_true")
-p.add_argument("--flood", help="KIND:N: after ready, write N notify (or garbage) lines at once")
+p.add_argument(
+    "--flood",
+    help="KIND:N: the command NAME-flood writes N notify (or garbage) lines at once, then "
+    "registers the command NAME-flooded (so a test knows when zotd has read every one)",
+)
 args = p.parse_args()
+if args.flood:
+    args.commands.append(f"{args.name}-flood")
 
 if args.ignore_shutdown:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -91,21 +97,23 @@ if not args.no_ready:
 if args.notify:
     emit({"type": "notify", "level": "info", "message": args.notify})
 if args.flood:
-    kind, count = args.flood.split(":")
+    # Not `kind`: the read loop below reuses that name at module level.
+    flood_kind, flood_count = args.flood.split(":")
 
     def flood() -> None:
         line = (
             json.dumps({"type": "notify", "level": "info", "message": "flood"})
-            if kind == "notify"
+            if flood_kind == "notify"
             else "not json at all, just noise"
         )
         block = "\n".join([line] * 1000) + "\n"
-        for _ in range(int(count) // 1000):
+        for _ in range(int(flood_count) // 1000):
             with out_lock:
                 sys.stdout.write(block)
                 sys.stdout.flush()
+        emit({"type": "register_command", "name": f"{args.name}-flooded"})
 
-    threading.Thread(target=flood, daemon=True).start()
+
 if args.exit_after_ready is not None:
     time.sleep(0.2)
     sys.exit(args.exit_after_ready)
@@ -169,6 +177,9 @@ def command(msg: dict) -> None:
     elif name == "tell":
         emit({"type": "notify", "level": "warn", "message": f"told: {a}"})
         emit({"type": "command_response", "id": rid, "action": "noop"})
+    elif args.flood and name == f"{args.name}-flood":
+        emit({"type": "command_response", "id": rid, "action": "noop"})
+        threading.Thread(target=flood, daemon=True).start()
     elif name == "boom":
         os._exit(7)
     elif name == "sleep":
