@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import msgspec.inspect as mi
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from zotd.protocol import agent as ap
@@ -367,8 +367,16 @@ def test_host_frames_decode_or_raise_frame_error(case: tuple[bytes, Pairs]) -> N
     check_decoder(ep.decode_host_frame, ep.encode, case[0], HOST_TAGS, _classes(ep.HostFrame))
 
 
+#: A key of two surrogates, written with ensure_ascii as the escapes \ud83d\ude00: a
+#: valid pair, which a JSON decoder reads as one character (an emoji).
+_ESCAPED_PAIR = Pairs(
+    (("id", 1), ("type", "emit_event"), ("event", "turn_start"), ("\ud83d\ude00", 0))
+)
+
+
 @settings(max_examples=400)
 @given(request_lines)
+@example((to_line(_ESCAPED_PAIR, Style(True, ",", ":", "", "")), _ESCAPED_PAIR))
 def test_requests_decode_or_raise_frame_error(case: tuple[bytes, Pairs]) -> None:
     line, pairs = case
     req = check_decoder(ap.decode_request, ap.encode, line, REQUEST_TAGS, _classes(ap.Request))
@@ -376,7 +384,8 @@ def test_requests_decode_or_raise_frame_error(case: tuple[bytes, Pairs]) -> None
         # What the daemon does next with such a line: it must not fail either.
         # (Not UTF-8, it may: see test_event_payload_of_a_request_that_decoded.)
         payload = ap.event_payload(line)
-        assert set(payload) == {k for k, _ in pairs.items} - {"id", "type"}
+        # The keys as a JSON decoder reads them (an escaped surrogate pair is one character).
+        assert set(payload) == {_plain(k) for k, _ in pairs.items} - {"id", "type"}
         for value in payload.values():
             assert isinstance(value, msgspec.Raw)
             msgspec.json.decode(value)  # each value is one JSON value
