@@ -307,6 +307,7 @@ def test_error_codes() -> None:
         "unauthorized",
         "unknown_command",
         "not_found",
+        "unavailable",
         "timeout",
         "extension_failed",
         "frame_too_large",

@@ -437,7 +437,7 @@ def test_zot_run(cli: Cli, ext_dir: Path) -> None:
     assert (res.returncode, res.stdout, res.stderr) == (
         1,
         "",
-        "zot: no command /nope in this workspace\n",
+        "zot: no command /nope in this workspace (`zot commands` lists them)\n",
     )
     res = cli.zot("run", "/go", "x", "--json")
     assert res.returncode == 0
@@ -477,7 +477,7 @@ def test_zot_call(cli: Cli, ext_dir: Path) -> None:
     assert (res.returncode, res.stdout, res.stderr) == (
         1,
         "",
-        "zot: no tool 'nope' in this workspace\n",
+        "zot: no tool 'nope' in this workspace (`zot tools` lists them)\n",
     )
 
 

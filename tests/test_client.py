@@ -76,7 +76,7 @@ async def test_errors_carry_codes(start_daemon: StartDaemon, paths: Paths, proje
         with pytest.raises(ZotdError) as err:
             await zot.call_tool("missing")
         assert err.value.code == "not_found"
-        assert err.value.message == "no tool 'missing' in this workspace"
+        assert err.value.message == "no tool 'missing' in this workspace (`zot tools` lists them)"
         with pytest.raises(ZotdError) as err:
             await zot.request("frobnicate")
         assert err.value.code == "unknown_command"

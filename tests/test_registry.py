@@ -209,23 +209,23 @@ def test_tools_of() -> None:
     assert reg.tools_of("nobody") == []
 
 
-def test_command_infos_in_registration_order() -> None:
+def test_command_infos_by_name() -> None:
     reg = registry()
     reg.add_command("w", "weather", "current weather")
     reg.add_command("c", "clock", "the time")
     assert reg.command_infos() == [
-        CommandInfo(name="weather", description="current weather", extension="w"),
         CommandInfo(name="clock", description="the time", extension="c"),
+        CommandInfo(name="weather", description="current weather", extension="w"),
     ]
 
 
-def test_tool_infos_in_registration_order() -> None:
+def test_tool_infos_by_name() -> None:
     reg = registry()
     reg.add_tool("w", "weather", "Get the weather.", SCHEMA)
     reg.add_tool("c", "clock", "Tell the time.", msgspec.Raw(b"{}"))
     assert reg.tool_infos() == [
-        ToolInfo("weather", "Get the weather.", SCHEMA, "w"),
         ToolInfo("clock", "Tell the time.", msgspec.Raw(b"{}"), "c"),
+        ToolInfo("weather", "Get the weather.", SCHEMA, "w"),
     ]
 
 

@@ -230,7 +230,10 @@ async def test_bad_arguments_of_known_requests(
         )
         reply = await c.request({"id": 12, "type": "invoke_command", "name": "nope"})
         assert reply == failed(
-            12, "invoke_command", "not_found", "no command /nope in this workspace"
+            12,
+            "invoke_command",
+            "not_found",
+            "no command /nope in this workspace (`zot commands` lists them)",
         )
         reply = await c.request({"id": 13, "type": "call_tool", "name": "bash"})
         assert reply == failed(

@@ -58,9 +58,15 @@ async def test_a_change_asks_again(
         manifest = json.loads((directory / "extension.json").read_text())
         manifest["args"] = [str(FAKE), "--name", "repo-tool", "--tools", "rt,sneaky"]
         (directory / "extension.json").write_text(json.dumps(manifest))
-        reloaded = await zot.ext_reload("repo-tool")
-        assert reloaded[0].state == "untrusted"
-        assert reloaded[0].last_error.startswith("it changed since it was trusted: ")
+        with pytest.raises(ZotdError) as err:
+            await zot.ext_reload("repo-tool")
+        assert (err.value.code, err.value.message) == (
+            "unavailable",
+            f"repo-tool changed since it was trusted; run `zot ext trust` in {project}",
+        )
+        info = (await zot.list_extensions())[0]
+        assert info.state == "untrusted"
+        assert info.last_error.startswith("it changed since it was trusted: ")
         assert await zot.list_tools() == []
 
 

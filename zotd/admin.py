@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from . import manage, trust
+from . import hints, manage, trust
 from .errors import RequestError
+from .extension import State
 from .logfiles import tail
 from .manifest import Found, Scope, project_dir
 from .protocol import agent as ap
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 
 Code = ap.ErrorCode
 
+#: States ``ext_trust`` starts an extension afresh from (its process is gone).
+_START_AGAIN = frozenset({State.UNTRUSTED, State.FAILED, State.EXITED, State.RESTARTING})
+
 #: Most log lines ``ext_logs`` returns.
 MAX_LOG_LINES = 10_000
 
@@ -40,14 +44,20 @@ def _refused(exc: manage.ManageError) -> RequestError:
 
 
 def _lookup(ws: Workspace, name: str) -> Found:
-    """The extension ``name`` as the workspace sees it (running or not)."""
+    """The extension ``name`` as the workspace sees it (running or not).
+
+    Raises:
+        RequestError: ``not_found``, with the closest names (or all of them).
+    """
     ext = ws.extensions.get(name)
     if ext is not None:
         return ext.found
-    try:  # on disk but not picked up yet (copied in by hand, say)
-        return manage.find(name, ws.discover())
-    except manage.ManageError as exc:
-        raise RequestError(Code.NOT_FOUND, str(exc)) from None
+    found = ws.discover()  # on disk but not picked up yet (copied in by hand, say)
+    for f in found:
+        if f.name == name:
+            return f
+    known = {f.name for f in found} | set(ws.extensions)
+    raise RequestError(Code.NOT_FOUND, hints.unknown_extension(name, known))
 
 
 def _refuse_explicit(found: Found) -> None:
@@ -137,23 +147,34 @@ async def reload(daemon: Daemon, ws: Workspace, name: str | None) -> ap.ExtReloa
         _lookup(ws, name)
         await _refresh(workspaces, [name], reload=True)
         names = [name]
+        ext = ws.extensions.get(name)
+        why = ws.why_not(ext) if ext is not None and ext.state == State.UNTRUSTED else None
+        if why is not None:  # reloading cannot start it: say what can
+            raise RequestError(Code.UNAVAILABLE, why.clause())
     else:
         async with trio.open_nursery() as nursery:
             for w in workspaces:
                 names_there = set(w.extensions) | {f.name for f in w.discover()}
                 nursery.start_soon(partial(_refresh, [w], names_there, reload=True))
-        names = list(ws.extensions)
+        names = sorted(ws.extensions)
     infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
     return ap.ExtReloadData(extensions=infos)
 
 
 async def trust_project(daemon: Daemon, ws: Workspace) -> ap.ExtReloadData:
-    """Trusts the workspace's project-local extensions as they are, and starts them."""
+    """Trusts the workspace's project-local extensions as they are, and starts
+    them: those that run already keep running (unless they changed), the
+    others (untrusted, failed, exited, waiting to restart) start afresh."""
     found = [f for f in ws.discover() if f.scope == Scope.PROJECT and not f.error]
     await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, found)
-    names = [f.name for f in found]
-    await _refresh([ws], names)
-    return ap.ExtReloadData(extensions=[ws.info_of(ws.extensions[n]) for n in names])
+    names = sorted(f.name for f in found)
+    async with trio.open_nursery() as nursery:
+        for n in names:
+            ext = ws.extensions.get(n)
+            again = ext is not None and ext.state in _START_AGAIN
+            nursery.start_soon(partial(ws.refresh, n, reload=again))
+    infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
+    return ap.ExtReloadData(extensions=infos)
 
 
 async def logs(daemon: Daemon, ws: Workspace, name: str, lines: int) -> ap.LogsData:

@@ -419,6 +419,16 @@ class Client:
         """The workspace's tools."""
         return (await self._typed(ap.ToolsData, "list_tools")).tools
 
+    async def list_commands_data(self) -> ap.CommandsData:
+        """The workspace's slash commands, and the registrations hidden
+        because another holds the name (``shadowed``)."""
+        return await self._typed(ap.CommandsData, "list_commands")
+
+    async def list_tools_data(self) -> ap.ToolsData:
+        """The workspace's tools, and the registrations hidden because
+        another holds the name (``shadowed``)."""
+        return await self._typed(ap.ToolsData, "list_tools")
+
     async def invoke_command(self, name: str, args: str = "") -> ap.InvokeData:
         """Runs a slash command (``name`` with or without the ``/``)."""
         return await self._typed(

@@ -298,7 +298,8 @@ class Daemon:
                     clients=ws.clients,
                     extensions=len(ws.extensions),
                     ready=sum(1 for e in ws.extensions.values() if e.state == "ready"),
+                    processes=sum(1 for e in ws.extensions.values() if e.alive),
                 )
-                for ws in self.workspaces.values()
+                for _, ws in sorted(self.workspaces.items())
             ],
         )

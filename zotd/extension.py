@@ -38,7 +38,7 @@ from .errors import RequestError, extension_failed
 from .manifest import Found
 from .process import Process, Spawner
 from .protocol import extension as ep
-from .protocol.agent import ErrorCode, ExtensionInfo
+from .protocol.agent import ErrorCode, ExtensionInfo, Shadowed
 from .protocol.frames import FrameError, UnknownFrame, is_json_object
 from .protocol.lines import Oversized
 from .streams import LineReader, Outbox
@@ -236,6 +236,10 @@ class Extension:
         self.restarts = 0
         #: Why it was last restarted ("" if never).
         self.restart_reason = ""
+        #: When (trio time) it is to be started again, while ``restarting``.
+        self.restart_at: float | None = None
+        #: When (trio time) its process was spawned.
+        self.started_at: float | None = None
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
         #: What its ``hello`` says it can do (informational).
@@ -298,6 +302,7 @@ class Extension:
                 return
             self._process = process
             self.pid = process.pid
+            self.started_at = trio.current_time()
             self.note(f"started pid {self.pid}: {' '.join(self.found.argv)}")
             self._host.on_changed(self)
             await self._supervise(process)
@@ -418,6 +423,11 @@ class Extension:
     def running(self) -> bool:
         """Whether the process is up and takes frames."""
         return self.state in RUNNING
+
+    @property
+    def alive(self) -> bool:
+        """Whether its process has been spawned and has not exited yet."""
+        return self._process is not None and not self._process_exited.is_set()
 
     @property
     def pending(self) -> int:
@@ -793,9 +803,19 @@ class Extension:
         except OSError as exc:
             log.warning("cannot write %s: %s", self.log_path, exc)
 
-    def info(self, commands: list[str], tools: list[str]) -> ExtensionInfo:
+    def info(
+        self,
+        commands: list[str],
+        tools: list[str],
+        shadowed: list[Shadowed] | None = None,
+        hint: str = "",
+    ) -> ExtensionInfo:
         """This extension as ``list_extensions`` shows it."""
         m = self.found.manifest
+        shows_pid = self.running or self.state == State.STOPPING
+        uptime = None
+        if shows_pid and self.started_at is not None:
+            uptime = round(trio.current_time() - self.started_at, 3)
         return ExtensionInfo(
             name=self.name,
             version=m.version if m else "",
@@ -805,7 +825,7 @@ class Extension:
             dir=str(self.found.dir),
             enabled=m.enabled if m else True,
             state=self.state,
-            pid=self.pid if self.running or self.state == State.STOPPING else None,
+            pid=self.pid if shows_pid else None,
             restarts=self.restarts,
             restart_reason=self.restart_reason,
             exit_code=self.exit_code,
@@ -820,6 +840,10 @@ class Extension:
             else [],
             capabilities=self.capabilities,
             late_replies=self.late_replies,
+            warnings=list(self.found.warnings),
+            uptime_s=uptime,
+            shadowed=shadowed or [],
+            hint=hint,
         )
 
 

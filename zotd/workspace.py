@@ -20,7 +20,7 @@ from typing import Protocol
 import msgspec
 import trio
 
-from . import EXTENSION_PROTOCOL_VERSION, __version__, trust
+from . import EXTENSION_PROTOCOL_VERSION, __version__, hints, lookup, trust
 from .config import BUILTIN_TOOLS, Config
 from .environment import extension_env
 from .errors import RequestError
@@ -153,6 +153,7 @@ class Workspace:
             env=extension_env(self._ctx.env, found.manifest, str(self._ctx.paths.home)),
         )
         self.extensions[ext.name] = ext
+        self.registry.begin(ext.name)
         return ext
 
     def _start(self, found: Found) -> Extension:
@@ -192,6 +193,7 @@ class Workspace:
                 return
             delay = min(policy.backoff_initial * 2 ** len(recent), policy.backoff_max)
             ext.state = State.RESTARTING
+            ext.restart_at = trio.current_time() + delay
             ext.last_error = f"{reason}; restarting in {delay:g} s"
             ext.note(ext.last_error)
             self._push_state(ext)
@@ -238,6 +240,7 @@ class Workspace:
             if found is None:
                 if old is not None:
                     del self.extensions[name]
+                    self.registry.forget(name)
                     self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
                 return None
             ext = self._start(found)  # in the old one's place in the listing
@@ -403,16 +406,33 @@ class Workspace:
         """An extension as ``list_extensions`` shows it."""
         commands = [c.name for c in self.registry.commands_of(ext.name)]
         tools = [t.name for t in self.registry.tools_of(ext.name)]
-        return ext.info(commands, tools)
+        why = self.why_not(ext)
+        hint = why.clause() if why is not None else ""
+        return ext.info(commands, tools, self.registry.shadowed_of(ext.name), hint)
 
     def list_extensions(self) -> ap.ExtensionsData:
-        return ap.ExtensionsData(extensions=[self.info_of(e) for e in self.extensions.values()])
+        """Every extension, by name."""
+        return ap.ExtensionsData(
+            extensions=[self.info_of(self.extensions[n]) for n in sorted(self.extensions)]
+        )
 
     def list_commands(self) -> ap.CommandsData:
-        return ap.CommandsData(commands=self.registry.command_infos())
+        return ap.CommandsData(
+            commands=self.registry.command_infos(), shadowed=self.registry.shadowed("command")
+        )
 
     def list_tools(self) -> ap.ToolsData:
-        return ap.ToolsData(tools=self.registry.tool_infos())
+        return ap.ToolsData(
+            tools=self.registry.tool_infos(), shadowed=self.registry.shadowed("tool")
+        )
+
+    def why_not(self, ext: Extension) -> hints.Why | None:
+        """Why ``ext`` serves nothing now and what to do, or ``None`` if it is ready."""
+        return lookup.why_not(ext, self.root)
+
+    def missing(self, kind: str, name: str) -> RequestError:
+        """The error for a command or tool (``kind``) no running extension holds."""
+        return lookup.missing(self.registry, self.extensions, self.root, kind, name)
 
     async def invoke_command(
         self, name: str, args: str, client: Subscriber | None = None
@@ -422,7 +442,7 @@ class Workspace:
         name = name.removeprefix("/")
         cmd = self.registry.commands.get(name)
         if cmd is None:
-            raise RequestError(ap.ErrorCode.NOT_FOUND, f"no command /{name} in this workspace")
+            raise self.missing("command", name)
         ext = self.extensions[cmd.extension]
         args = args.strip()
         timeout = self._config.command_timeout
@@ -546,11 +566,7 @@ class Workspace:
         """
         tool = self.registry.tools.get(name)
         if tool is None:
-            if name in self.registry.builtin_tools:
-                msg = f"{name!r} is one of zot's built-in tools, not an extension's"
-            else:
-                msg = f"no tool {name!r} in this workspace"
-            raise RequestError(ap.ErrorCode.NOT_FOUND, msg)
+            raise self.missing("tool", name)
         if not is_json_object(args):
             raise RequestError(ap.ErrorCode.BAD_REQUEST, "`args` must be a JSON object")
         if timeout_s is not None and timeout_s <= 0:

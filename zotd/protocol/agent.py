@@ -35,6 +35,10 @@ class ErrorCode:
     UNAUTHORIZED: Final = "unauthorized"
     UNKNOWN_COMMAND: Final = "unknown_command"
     NOT_FOUND: Final = "not_found"
+    #: A known command or tool whose extension is not running now (disabled,
+    #: failed, restarting, untrusted, starting, stopping); nothing was sent to
+    #: it, and the message says what to do.
+    UNAVAILABLE: Final = "unavailable"
     TIMEOUT: Final = "timeout"
     EXTENSION_FAILED: Final = "extension_failed"
     FRAME_TOO_LARGE: Final = "frame_too_large"
@@ -284,6 +288,19 @@ class Shadowed(msgspec.Struct):
     reason: str
 
 
+class ShadowedInfo(msgspec.Struct):
+    """A registration that lost its name (``list_commands``, ``list_tools``):
+    ``extension`` registered ``name`` (a command's without the ``/``), but
+    ``held_by`` holds it (an extension, or ``zot`` for a built-in or
+    reserved name); ``reason`` says why, in words."""
+
+    name: str
+    description: str
+    extension: str
+    held_by: str
+    reason: str
+
+
 class CommandInfo(msgspec.Struct):
     """One slash command."""
 
@@ -395,6 +412,10 @@ class ExtensionInfo(msgspec.Struct):
     uptime_s: float | None = None
     #: Names it registered that another holds: ``/cmd`` or ``tool``, with why.
     shadowed: list[Shadowed] = []
+    #: While it serves nothing (not ``ready``): why, and what to do about it,
+    #: in the words of the errors (``weather is disabled; run `zot ext enable
+    #: weather```); else "".
+    hint: str = ""
 
 
 class ExtensionsData(msgspec.Struct):
@@ -403,16 +424,21 @@ class ExtensionsData(msgspec.Struct):
     extensions: list[ExtensionInfo]
 
 
-class CommandsData(msgspec.Struct):
-    """``data`` of ``list_commands``."""
+class CommandsData(msgspec.Struct, omit_defaults=True):
+    """``data`` of ``list_commands``: the commands by name, and the
+    registrations hidden because another holds the name (left out when
+    there are none)."""
 
     commands: list[CommandInfo]
+    shadowed: list[ShadowedInfo] = []
 
 
-class ToolsData(msgspec.Struct):
-    """``data`` of ``list_tools``."""
+class ToolsData(msgspec.Struct, omit_defaults=True):
+    """``data`` of ``list_tools``: the tools by name, and the registrations
+    hidden because another holds the name (left out when there are none)."""
 
     tools: list[ToolInfo]
+    shadowed: list[ShadowedInfo] = []
 
 
 class InvokeData(msgspec.Struct, gc=False):
