@@ -13,8 +13,8 @@ SIGTERM, looks for processes left behind, and prints the figures.
 
 Every request must end in exactly one reply: a success whose content is
 the request's own (each carries a unique nonce that must come back), or a
-clean error (``timeout``, ``extension_failed``, ``not_found`` while an
-extension restarts, ``busy``). A request without a reply within twice its
+clean error (``timeout``, ``extension_failed``, ``unavailable`` while an
+extension restarts, ``not_found``, ``busy``). A request without a reply within twice its
 deadline is *lost*; a success with another call's nonce or malformed content,
 or a second reply to one request, is *wrong*. The same holds for what the
 newer protocol adds: a guard's rewrite must be what that guard makes of this
@@ -91,7 +91,7 @@ SUBSCRIBERS = {
     "assistant_message": set(),
 }
 #: Clean errors: what a request may fail with while extensions misbehave.
-CLEAN_ERRORS = {"timeout", "extension_failed", "not_found", "busy"}
+CLEAN_ERRORS = {"timeout", "extension_failed", "not_found", "unavailable", "busy"}
 #: The rewriter's block when it rewrites a tool call's arguments into a non-object.
 NOT_AN_OBJECT = (
     "extension 'rewriter' rewrote the tool's arguments into something that is not a JSON object"
