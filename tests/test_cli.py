@@ -208,7 +208,8 @@ def test_start_status_stop(cli: Cli, ext_dir: Path) -> None:
     assert status.returncode == 0, status
     lines = status.stdout.splitlines()
     assert re.fullmatch(
-        rf"zotd {re.escape(__version__)} running: pid {pid}, socket {re.escape(str(cli.socket))}, up \d+ s",
+        rf"zotd {re.escape(__version__)} running: pid {pid}, socket {re.escape(str(cli.socket))}, "
+        r"up \d+ s; 0 extension process\(es\)",
         lines[0],
     ), lines
     assert lines[1:] == ["no workspaces (none until an agent says hello)"]
@@ -220,16 +221,21 @@ def test_start_status_stop(cli: Cli, ext_dir: Path) -> None:
     assert (infos["fx"].state, infos["fx"].scope) == ("ready", "explicit")
 
     status = cli.zotd("status")
-    assert status.stdout.splitlines()[1:] == [f"  {cli.project}: 1/1 extensions ready, 0 client(s)"]
+    assert status.stdout.splitlines()[1:] == [
+        f"  {cli.project}: 1/1 extensions ready, 1 process(es), 0 client(s)"
+    ]
     as_json = cli.zotd("status", "--json")
     assert as_json.returncode == 0, as_json
     data = json.loads(as_json.stdout)
     assert data == {
+        "running": True,
         "pid": pid,
         "zotd_version": __version__,
         "socket": str(cli.socket),
         "uptime_s": data["uptime_s"],
-        "workspaces": [{"path": str(cli.project), "clients": 0, "extensions": 1, "ready": 1}],
+        "workspaces": [
+            {"path": str(cli.project), "clients": 0, "extensions": 1, "ready": 1, "processes": 1}
+        ],
     }
 
     stop = cli.zotd("stop")
@@ -385,7 +391,7 @@ def test_zot_commands_and_tools(cli: Cli, ext_dir: Path) -> None:
     cli.start("-e", str(ext_dir))
     commands = cli.zot("commands")
     assert commands.returncode == 0, commands
-    names = ["go", "show", "put", "nothing", "oops", "tell"]
+    names = sorted(["go", "show", "put", "nothing", "oops", "tell"])  # by name
     assert commands.stdout.splitlines() == [
         f"/{n:<8} the {n} command{' ' * (len('nothing') - len(n))}  (fx)" for n in names
     ]
@@ -394,14 +400,14 @@ def test_zot_commands_and_tools(cli: Cli, ext_dir: Path) -> None:
     width = len("a_rather_long_tool_name")
     assert tools.stdout.splitlines() == [
         f"{n:<{width}}  the {n} tool{' ' * (width - len(n))}  (fx)"
-        for n in ["echo", "image", "fail", "a_rather_long_tool_name"]
+        for n in sorted(["echo", "image", "fail", "a_rather_long_tool_name"])
     ]
     as_json = cli.zot("tools", "--json")
     assert as_json.returncode == 0
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
     assert json.loads(as_json.stdout) == [
         {"name": n, "description": f"the {n} tool", "schema": schema, "extension": "fx"}
-        for n in ["echo", "image", "fail", "a_rather_long_tool_name"]
+        for n in sorted(["echo", "image", "fail", "a_rather_long_tool_name"])
     ]
     as_json = cli.zot("commands", "--json")
     assert json.loads(as_json.stdout) == [
@@ -503,7 +509,12 @@ def test_zot_events(cli: Cli, ext_dir: Path) -> None:
     # Printed once it has subscribed: from here on nothing is missed.
     assert read_line(events.stderr) == "following notifications (Ctrl+C to stop)"
     tell = cli.zot("run", "/tell", "hi")
-    assert (tell.returncode, tell.stdout, tell.stderr) == (0, "[fx] done (nothing to show)\n", "")
+    # What the command sends while it runs reaches its caller too, on stderr.
+    assert (tell.returncode, tell.stdout, tell.stderr) == (
+        0,
+        "[fx] done (nothing to show)\n",
+        "[fx] warn: told: hi\n",
+    )
     assert read_line(events.stdout) == "[fx] warn: told: hi"
     events.send_signal(signal.SIGINT)
     assert events.wait(timeout=5) == 130

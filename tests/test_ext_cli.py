@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,9 @@ OFFLINE = "zotd is not running; this applies when it next starts"
 #: What ``zot ext list`` adds (on stderr) without a daemon.
 LIST_OFFLINE = "(zotd is not running; these start when it next starts)\n"
 EMPTY = "no extensions installed; install one with `zot ext install <path|git-url>`\n"
-HEADER = ["NAME", "VERSION", "SCOPE", "ENABLED", "STATE", "PID", "RESTARTS", "PROVIDES", "DIR"]
+HEADER = [
+    "NAME", "VERSION", "SCOPE", "ENABLED", "STATE", "PID", "UPTIME", "RESTARTS", "PROVIDES", "DIR",
+]  # fmt: skip
 #: What the extensions made by :func:`source` provide, as the CLI writes it.
 PROVIDES = "/hi, forecast"
 
@@ -234,29 +238,32 @@ def test_list_without_a_daemon(cli: Cli) -> None:
 
     res = ext(cli, "list")
     assert res.returncode == 0, res
-    widths = [4, 7, 7, 7, 8, 3, 8, 8]
+    widths = [4, 7, 7, 7, 8, 3, 6, 8, 8]
     header = table_line(*HEADER, widths=widths)
+    row = partial(table_line, widths=widths)
+    # By name, as with a daemon.
     assert res.stdout.splitlines() == [
         header,
-        table_line(
-            "pj", "1.2.3", "project", "no", "disabled", "-", "0", "-", str(pj), widths=widths
-        ),
-        table_line("bad", "-", "global", "yes", "failed", "-", "0", "-", str(bad), widths=widths),
-        table_line(
-            "wx", "1.2.3", "global", "yes", "stopped", "-", "0", "-", str(wx), widths=widths
-        ),
+        row("bad", "-", "global", "yes", "failed", "-", "-", "0", "-", str(bad)),
+        row("pj", "1.2.3", "project", "no", "disabled", "-", "-", "0", "-", str(pj)),
+        row("wx", "1.2.3", "global", "yes", "stopped", "-", "-", "0", "-", str(wx)),
     ]
-    # A failed one says why, on stderr; then that nothing runs.
-    assert res.stderr == f"bad: exec './nope' not found: no file {bad}/nope\n" + LIST_OFFLINE
+    # What keeps each one from running, and what to type, on stderr; then
+    # that nothing runs.
+    assert res.stderr == (
+        f"bad: exec './nope' not found: no file {bad}/nope "
+        "(to retry once fixed: zot ext reload bad)\n"
+        "pj: disabled (to start it: zot ext enable pj)\n" + LIST_OFFLINE
+    )
 
     data = json.loads(ok(ext(cli, "list", "--json")).stdout)
     assert [(i["name"], i["scope"], i["enabled"], i["state"], i["pid"]) for i in data] == [
-        ("pj", "project", False, "disabled", None),
         ("bad", "global", True, "failed", None),
+        ("pj", "project", False, "disabled", None),
         ("wx", "global", True, "stopped", None),
     ]
     assert data[2]["dir"] == str(wx) and data[2]["version"] == "1.2.3"
-    assert data[1]["last_error"] == f"exec './nope' not found: no file {bad}/nope"
+    assert data[0]["last_error"] == f"exec './nope' not found: no file {bad}/nope"
 
 
 def test_list_with_a_daemon(cli: Cli) -> None:
@@ -271,7 +278,7 @@ def test_list_with_a_daemon(cli: Cli) -> None:
     assert res.returncode == 0, res
     found = infos(cli)
     table = rows(res.stdout)
-    assert [r["NAME"] for r in table] == ["ex", "bad", "wx"]
+    assert [r["NAME"] for r in table] == ["bad", "ex", "wx"]
     by_name = {r["NAME"]: r for r in table}
     for name, scope, directory, provides in (
         ("ex", "explicit", explicit, "/go"),
@@ -279,6 +286,8 @@ def test_list_with_a_daemon(cli: Cli) -> None:
     ):
         pid = found[name]["pid"]
         assert isinstance(pid, int) and pid_alive(pid)
+        # Seconds since it started, as people read them (how many: the machine's pace).
+        assert re.fullmatch(r"\d+ s|\d+ min", by_name[name].pop("UPTIME"))
         assert by_name[name] == {
             "NAME": name,
             "VERSION": "1.2.3",
@@ -293,7 +302,10 @@ def test_list_with_a_daemon(cli: Cli) -> None:
     assert by_name["bad"]["STATE"] == "failed"
     assert by_name["bad"]["PID"] == "-"
     # The error is on stderr, and nothing says the daemon is not running.
-    assert res.stderr == f"bad: exec './nope' not found: no file {bad}/nope\n"
+    assert res.stderr == (
+        f"bad: exec './nope' not found: no file {bad}/nope "
+        "(to retry once fixed: zot ext reload bad)\n"
+    )
 
     assert found["ex"]["scope"] == "explicit"
     assert (found["ex"]["commands"], found["ex"]["tools"]) == (["go"], [])
@@ -937,7 +949,8 @@ def test_reload_of_a_failed_one_exits_1(cli: Cli) -> None:
     res = ext(cli, "reload", "bad")
     assert outcome(res) == (
         1,
-        f"reloaded bad: failed: exec './nope' not found: no file {bad}/nope\n",
+        f"reloaded bad: failed: exec './nope' not found: no file {bad}/nope "
+        "(to retry once fixed: zot ext reload bad)\n",
         "",
     )
 

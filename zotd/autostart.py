@@ -11,6 +11,7 @@ daemon's own lock file stops any other way of starting a second one.)
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import subprocess
 import sys
@@ -25,6 +26,8 @@ from .paths import Paths
 
 #: How long a started daemon may take to answer.
 START_TIMEOUT = 15.0
+
+_log = logging.getLogger(__name__)
 
 #: Set to 1 to never start a daemon from a client.
 NO_AUTOSTART_ENV = "ZOTD_NO_AUTOSTART"
@@ -92,6 +95,8 @@ async def _spawn_and_connect(socket: Path, deadline: float) -> anyio.abc.UNIXSoc
         process = spawn(socket, log)
     except OSError as exc:
         raise StartError(f"cannot run {sys.executable} -m zotd: {exc.strerror or exc}") from None
+    # Said at INFO: a program decides whether its user sees it (zot does, on stderr).
+    _log.info("started zotd, pid %d (its log: %s)", process.pid, log)
     while True:
         stream = await _try_connect(socket)
         if stream is not None:

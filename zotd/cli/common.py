@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -11,12 +12,14 @@ from typing import Any, NoReturn, TypeVar
 
 import anyio
 import msgspec
-from cyclopts import Parameter
+from cyclopts import App, Parameter
 
 from .. import __version__
 from ..client import Client, NotRunning, ZotdError, connect
 from ..config import Config, ConfigError, load_config
 from ..paths import Paths
+from .argv import Misplaced
+from .output import quiet_on_broken_pipe
 
 T = TypeVar("T")
 
@@ -144,3 +147,23 @@ def with_client(
     except NotRunning as exc:
         die(f"zot: {exc.message}")
     return offline() if code is None and offline is not None else (code or 0)
+
+
+def entry(app: App, prog: str, rewrite: Callable[[Sequence[str]], list[str]]) -> None:
+    """Runs a CLI: its command line as :mod:`.argv` reads it, a quiet exit on
+    a closed stdout, and a word on stderr when a daemon is started for it."""
+
+    def go() -> None:
+        try:
+            argv = rewrite(sys.argv[1:])
+        except Misplaced as exc:
+            die(str(exc), code=2)
+        announce = logging.StreamHandler(sys.stderr)
+        announce.setFormatter(logging.Formatter(f"{prog}: %(message)s"))
+        started = logging.getLogger("zotd.autostart")
+        started.addHandler(announce)
+        started.setLevel(logging.INFO)
+        started.propagate = False
+        app(argv)
+
+    quiet_on_broken_pipe(go)()

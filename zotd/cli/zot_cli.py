@@ -14,18 +14,22 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import Client
+from ..client import Client, ZotdError
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
 from . import ext_cli, hook_cli
+from .argv import zot_argv
 from .common import (
     Options,
     Where,
     die,
+    entry,
     print_json,
     run_async,
     settings,
@@ -33,6 +37,7 @@ from .common import (
     token_for,
     with_client,
 )
+from .output import Progress
 
 app = App(
     name="zot",
@@ -41,21 +46,30 @@ app = App(
 )
 app.command(ext_cli.app)
 app.command(hook_cli.app)
+app.register_install_completion_command(
+    help="Install shell completion for zot (bash, zsh or fish; --shell to choose)."
+)
 
 
 @app.command
 def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
-    """List the slash commands of the workspace's extensions."""
+    """List the slash commands of the workspace's extensions (by name).
+
+    Commands an extension registered but another holds are listed after
+    them, on stderr, with who holds each and why.
+    """
     o = opts or Options()
 
     async def body(zot: Client) -> int:
-        found = await zot.list_commands()
+        found = sorted(await zot.list_commands(), key=lambda c: c.name)
         if o.json:
             print_json(found)
-        elif not found:
+            return 0
+        if not found:
             print("no commands (no extension registered one)")
         else:
             print(table([(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
+        _print_hidden(await zot.list_extensions(), commands=True)
         return 0
 
     return with_client(o, where, body)
@@ -63,20 +77,38 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
 
 @app.command
 def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
-    """List the tools the workspace's extensions offer the model."""
+    """List the tools the workspace's extensions offer the model (by name).
+
+    Tools an extension registered but another holds are listed after them,
+    on stderr, with who holds each and why.
+    """
     o = opts or Options()
 
     async def body(zot: Client) -> int:
-        found = await zot.list_tools()
+        found = sorted(await zot.list_tools(), key=lambda t: t.name)
         if o.json:
             print_json(found)
-        elif not found:
+            return 0
+        if not found:
             print("no tools (no extension registered one)")
         else:
             print(table([(t.name, t.description, f"({t.extension})") for t in found]))
+        _print_hidden(await zot.list_extensions(), commands=False)
         return 0
 
     return with_client(o, where, body)
+
+
+def _print_hidden(infos: list[ap.ExtensionInfo], *, commands: bool) -> None:
+    """Names that lost to another holder, on stderr: ``hidden: /x of b (a holds it: why)``."""
+    hidden = sorted(
+        (s.name, i.name, s.held_by, s.reason)
+        for i in infos
+        for s in i.shadowed
+        if s.name.startswith("/") == commands
+    )
+    for name, ext, held_by, reason in hidden:
+        print(f"hidden: {name} of {ext} ({held_by} holds it: {reason})", file=sys.stderr)
 
 
 @app.command
@@ -91,7 +123,8 @@ def run(
 
     Prints what the extension answered: the prompt the agent would submit, the
     text to insert or to display, the panel it opened (as it first looks; it
-    closes when the command ends). Exits 1 if the extension reported an error.
+    closes when the command ends). Notes extensions send while it runs go to
+    stderr. Exits 1 if the extension reported an error.
 
     Args:
         name: The command, with or without its slash (/hellopy or hellopy).
@@ -100,7 +133,18 @@ def run(
     o = opts or Options()
 
     async def body(zot: Client) -> int:
-        res = await zot.invoke_command(name, " ".join(args))
+        await zot.subscribe()  # the notes the command sends while it runs
+        failed: ZotdError | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_print_notes, zot)
+            try:
+                res = await zot.invoke_command(name, " ".join(args))
+            except ZotdError as exc:  # raised out of the group, it would come wrapped
+                failed = exc
+            tg.cancel_scope.cancel()
+        _drain_notes(zot)  # those that came with the reply
+        if failed is not None:
+            raise failed
         if o.json:
             print_json(res)
         else:
@@ -128,6 +172,26 @@ def run(
     return with_client(o, where, body)
 
 
+def _note(frame: ap.Push) -> None:
+    if isinstance(frame, ap.NotifyPush):
+        print(f"[{frame.extension}] {frame.level}: {frame.message}", file=sys.stderr)
+
+
+async def _print_notes(zot: Client) -> None:
+    async for frame in zot.notifications():
+        _note(frame)
+
+
+def _drain_notes(zot: Client) -> None:
+    stream = zot.notifications()
+    if isinstance(stream, MemoryObjectReceiveStream):
+        while True:
+            try:
+                _note(stream.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+
+
 @app.command
 def call(
     tool: str,
@@ -141,7 +205,8 @@ def call(
     """Call a tool as the model would, with a JSON object of arguments.
 
     Prints the text the tool returned (images as a one-line summary). Exits 1
-    if the tool reported an error.
+    if the tool reported an error. Progress the tool reports is shown on
+    stderr while it runs (a bar on a terminal, a line per update otherwise).
 
     Args:
         tool: The tool's name.
@@ -159,7 +224,15 @@ def call(
         die('zot: ARGS must be a JSON object, like \'{"city": "Berlin"}\'', code=2)
 
     async def body(zot: Client) -> int:
-        res = await zot.call_tool(tool, parsed, timeout_s=timeout)
+        shown = Progress()
+
+        def progress(push: ap.ToolProgressPush) -> None:
+            shown.update(push.message, push.progress, push.total)
+
+        try:
+            res = await zot.call_tool(tool, parsed, timeout_s=timeout, on_progress=progress)
+        finally:
+            shown.close()
         if o.json:
             print_json(res)
         else:
@@ -248,4 +321,4 @@ def mcp(
 
 def main() -> None:
     """Entry point of the ``zot`` command."""
-    app()
+    entry(app, "zot", zot_argv)

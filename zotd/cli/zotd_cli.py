@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import anyio
+import msgspec
 import trio
 from cyclopts import App, Parameter
 
@@ -25,12 +26,18 @@ from ..listener import AlreadyRunning, SocketError
 from ..logfiles import tail
 from ..paths import Paths
 from ..protocol import agent as ap
-from .common import Where, die, print_json, run_async, settings, token_for
+from .argv import zotd_argv
+from .common import Where, die, entry, print_json, run_async, settings, token_for
+from .output import duration
 
 app = App(
     name="zotd",
     help="The zot extension host: runs extensions and serves agents on a Unix socket.",
     version=__version__,
+)
+
+app.register_install_completion_command(
+    help="Install shell completion for zotd (bash, zsh or fish; --shell to choose)."
 )
 
 Ext = Annotated[list[Path] | None, Parameter(name=["--ext", "-e"], negative=())]
@@ -207,26 +214,39 @@ async def _answers(paths: Paths, config: Config, pid: int) -> bool:
 
 @app.command
 def status(*, json: bool = False, where: Where | None = None) -> int:
-    """Show whether the daemon runs, and its workspaces. Exits 1 if it does not run.
+    """Show whether the daemon runs, its workspaces and their extension processes.
+
+    Exits 1 if it does not run.
 
     Args:
-        json: Print the status as JSON.
+        json: Print the status as JSON: {"running": true, "pid", ...} or
+            {"running": false, "socket"}.
     """
     paths, config = settings(where, "zotd")
     st = _status_or_die(paths, config)
     if st is None:
-        print(f"zotd is not running (socket {paths.socket})")
+        if json:
+            print_json({"running": False, "socket": str(paths.socket)})
+        else:
+            print(f"zotd is not running (socket {paths.socket})")
         return 1
     if json:
-        print_json(st)
+        print_json({"running": True, **msgspec.structs.asdict(st)})
         return 0
+    processes = sum(ws.processes for ws in st.workspaces)
     print(
-        f"zotd {st.zotd_version} running: pid {st.pid}, socket {st.socket}, up {st.uptime_s:.0f} s"
+        f"zotd {st.zotd_version} running: pid {st.pid}, socket {st.socket}, "
+        f"up {duration(st.uptime_s)}; {processes} extension process(es)"
     )
     if not st.workspaces:
         print("no workspaces (none until an agent says hello)")
     for ws in st.workspaces:
-        print(f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, {ws.clients} client(s)")
+        print(
+            f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, "
+            f"{ws.processes} process(es), {ws.clients} client(s)"
+        )
+    if len(st.workspaces) > 1:
+        print("(each workspace runs its own copy of every extension it sees)")
     return 0
 
 
@@ -311,4 +331,4 @@ def install_service(
 
 def main() -> None:
     """Entry point of the ``zotd`` command."""
-    app()
+    entry(app, "zotd", zotd_argv)

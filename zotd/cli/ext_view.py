@@ -1,0 +1,155 @@
+"""How ``zot ext`` shows extensions: one line each, or the ``zot ext list`` table.
+
+The same rows, in the same order (by name), whether they come from a running
+daemon or, without one, from the directories on disk.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..manifest import Found
+from ..protocol import agent as ap
+from .common import print_json, table
+from .output import duration, styler
+
+NOT_RUNNING = "zotd is not running; these start when it next starts"
+
+def offline_info(f: Found) -> ap.ExtensionInfo:
+    """An extension found on disk, as ``list_extensions`` would show it stopped."""
+    m = f.manifest
+    enabled = m.enabled if m else True
+    return ap.ExtensionInfo(
+        name=f.name,
+        version=m.version if m else "",
+        description=m.description if m else "",
+        language=m.language if m else "",
+        scope=f.scope,
+        dir=str(f.dir),
+        enabled=enabled,
+        state=(
+            "failed"
+            if f.error
+            else "disabled"
+            if not enabled
+            else "untrusted"
+            if f.untrusted
+            else "stopped"
+        ),
+        pid=None,
+        restarts=0,
+        restart_reason="",
+        exit_code=None,
+        commands=[],
+        tools=[],
+        events=[],
+        intercepts=[],
+        log="",
+        last_error=f.error or f.untrusted,
+        log_tail=[],
+        warnings=list(f.warnings),
+    )
+
+
+def fix_for(info: ap.ExtensionInfo) -> str:
+    """What to type to get ``info`` working, or "" if it works (or no command helps)."""
+    name = info.name
+    if info.state == "untrusted":
+        return "to run it: zot ext trust"
+    if info.state == "disabled":
+        return f"to start it: zot ext enable {name}"
+    if info.state == "failed":
+        if info.exit_code is not None:  # it ran: what it said is in its log
+            return f"its log: zot ext logs {name}; to retry: zot ext reload {name}"
+        return f"to retry once fixed: zot ext reload {name}"
+    return ""
+
+
+def describe(info: ap.ExtensionInfo) -> str:
+    """``ready; provides /hello, weather``, or ``failed: why (fix: ...)``."""
+    provides = [f"/{c}" for c in info.commands] + info.tools
+    what = f"; provides {', '.join(provides)}" if provides else ""
+    error = f": {info.last_error}" if info.state == "failed" and info.last_error else ""
+    fix = fix_for(info)
+    return f"{info.state}{error}{what}" + (f" ({fix})" if fix else "")
+
+
+def provides(info: ap.ExtensionInfo) -> str:
+    """The PROVIDES cell: commands, tools, names it lost, what it watches and guards."""
+    parts = [f"/{c}" for c in info.commands] + list(info.tools)
+    parts += [f"{s.name} (hidden)" for s in info.shadowed]
+    if info.events:
+        parts.append("on " + " ".join(info.events))
+    if info.intercepts:
+        parts.append("guards " + " ".join(info.intercepts))
+    return ", ".join(parts) or "-"
+
+
+def print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool, footer: str = "") -> int:
+    """Prints the ``zot ext list`` table (or JSON); notes go to stderr."""
+    infos = sorted(infos, key=lambda i: i.name)
+    if json:
+        print_json(infos)
+        return 0
+    if not infos:
+        print("no extensions installed; install one with `zot ext install <path|git-url>`")
+        return 0
+    paint = styler(sys.stdout)
+    rows = []
+    states = []
+    for i in infos:
+        rows.append(
+            [
+                i.name,
+                i.version or "-",
+                i.scope,
+                "yes" if i.enabled else "no",
+                i.state,
+                str(i.pid) if i.pid is not None else "-",
+                duration(i.uptime_s) if i.uptime_s is not None else "-",
+                str(i.restarts),
+                provides(i),
+                i.dir,
+            ]
+        )
+        states.append(i.state)
+    header = (
+        "NAME",
+        "VERSION",
+        "SCOPE",
+        "ENABLED",
+        "STATE",
+        "PID",
+        "UPTIME",
+        "RESTARTS",
+        "PROVIDES",
+        "DIR",
+    )
+    lines = table(rows, header).splitlines()
+    print(lines[0])
+    column = lines[0].index("STATE")
+    for line, state in zip(lines[1:], states, strict=True):
+        # Colour the state cell in place: padding stays as it was computed.
+        print(line[:column] + paint(state, state) + line[column + len(state) :])
+    for i in infos:
+        for note in _notes(i):
+            print(note, file=sys.stderr)
+    if footer:
+        print(footer, file=sys.stderr)
+    if not running:
+        print(f"({NOT_RUNNING})", file=sys.stderr)
+    return 0
+
+
+def _notes(i: ap.ExtensionInfo) -> list[str]:
+    notes = []
+    fix = f" ({fix_for(i)})" if fix_for(i) else ""
+    if i.state in ("failed", "untrusted") and i.last_error:
+        notes.append(f"{i.name}: {i.last_error}{fix}")
+    elif fix:
+        notes.append(f"{i.name}: {i.state}{fix}")
+    for s in i.shadowed:
+        notes.append(f"{i.name}: {s.name} is hidden: {s.reason}")
+    for w in i.warnings:
+        notes.append(f"{i.name}: warning: {w}")
+    return notes

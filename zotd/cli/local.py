@@ -1,0 +1,39 @@
+"""What is installed for a directory, read from disk: ``zot ext`` without a daemon."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import manage, trust
+from ..manifest import Found
+from .common import Options, Where, die, settings
+
+
+def workspace_of(opts: Options) -> Path:
+    """The workspace of ``--cwd`` (else the cwd), named as the daemon names it:
+    by its real path."""
+    return Path(os.path.realpath(opts.cwd or os.getcwd()))
+
+
+def local(opts: Options, where: Where | None) -> tuple[list[Found], Path]:
+    """What is installed for this directory (no daemon needed), and the global dir;
+    project-local extensions not trusted yet are marked as the daemon would."""
+    paths, config = settings(where)
+    workspace = workspace_of(opts)
+    found = manage.installed(workspace=workspace, global_dir=paths.extensions_dir)
+    if not config.trust_project_extensions:
+        store = trust.load(paths.home)
+        for f in found:
+            if f.scope == "project" and not f.error:
+                f.untrusted = trust.distrust_reason(f, workspace, store)
+    return found, paths.extensions_dir
+
+
+def find_local(opts: Options, where: Where | None, name: str) -> Found:
+    """The installed extension ``name``; exits with the names there are if none."""
+    found, _ = local(opts, where)
+    try:
+        return manage.find(name, found)
+    except manage.ManageError as exc:
+        die(f"zot: {exc}")
