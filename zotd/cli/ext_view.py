@@ -15,6 +15,7 @@ from .output import duration, styler
 
 NOT_RUNNING = "zotd is not running; these start when it next starts"
 
+
 def offline_info(f: Found) -> ap.ExtensionInfo:
     """An extension found on disk, as ``list_extensions`` would show it stopped."""
     m = f.manifest
