@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import trio
 
 from tests.conftest import StartDaemon, add_extension, pid_alive
 from zotd.client import Client, connect
+from zotd.config import DEFAULT_RESERVED_COMMANDS
 from zotd.manifest import Scope, load
 from zotd.paths import Paths
 from zotd.protocol.agent import ExtensionInfo, ExtensionStatePush, Shadowed, ShadowedInfo
+from zotd.registry import Registry
 
 
 async def infos(zot: Client) -> dict[str, ExtensionInfo]:
@@ -173,3 +176,51 @@ async def test_status_counts_each_workspaces_processes(
             (2, 1, 1),
             (2, 1, 1),
         ]
+
+
+# --- unit: what the registry keeps ----------------------------------------------
+
+
+def registry() -> Registry:
+    return Registry(
+        reserved_commands=[*DEFAULT_RESERVED_COMMANDS, "deploy"], builtin_tools=["bash"]
+    )
+
+
+def test_refused_registrations_are_kept_until_their_extension_leaves() -> None:
+    reg = registry()
+    assert reg.add_command("a", "hi", "a's") is None
+    assert reg.add_command("b", "hi", "b's") is not None
+    assert reg.add_command("b", "deploy", "") is not None
+    assert reg.add_tool("b", "bash", "", msgspec.Raw(b"{}")) is not None
+    assert reg.shadowed("command") == [
+        ShadowedInfo("deploy", "", "b", "zot", "reserved (`reserved_commands` in zotd.toml)"),
+        ShadowedInfo("hi", "b's", "b", "a", "a registered it first"),
+    ]
+    assert reg.shadowed_of("b") == [
+        Shadowed("/deploy", "zot", "reserved (`reserved_commands` in zotd.toml)"),
+        Shadowed("/hi", "a", "a registered it first"),
+        Shadowed("bash", "zot", "zot's built-in tool"),
+    ]
+    reg.remove("a")
+    assert reg.shadowed_of("b")[1].reason == (
+        "a registered it first; nobody holds it now: `zot ext reload b` would take it"
+    )
+    assert reg.add_command("b", "hi", "b's") is None  # free now: it takes it
+    assert [s.name for s in reg.shadowed_of("b")] == ["/deploy", "bash"]
+    reg.remove("b")
+    assert reg.shadowed("command") == [] and reg.shadowed("tool") == []
+
+
+def test_the_latest_process_s_names_are_remembered() -> None:
+    reg = registry()
+    reg.add_tool("w", "old", "", msgspec.Raw(b"{}"))
+    reg.remove("w")  # it stopped: the name is remembered
+    assert (reg.holds("tool", "old"), reg.last_held_by("tool", "old")) == (None, ["w"])
+    reg.begin("w")  # a new process: still remembered until it registers
+    assert reg.last_held_by("tool", "old") == ["w"]
+    reg.add_tool("w", "new", "", msgspec.Raw(b"{}"))
+    assert (reg.last_held_by("tool", "old"), reg.last_held_by("tool", "new")) == ([], ["w"])
+    assert reg.names("tool") == {"new"}
+    reg.forget("w")  # removed from the workspace
+    assert (reg.names("tool"), reg.held) == (set(), {})
