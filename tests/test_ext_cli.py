@@ -251,9 +251,9 @@ def test_list_without_a_daemon(cli: Cli) -> None:
     # What keeps each one from running, and what to type, on stderr; then
     # that nothing runs.
     assert res.stderr == (
-        f"bad: exec './nope' not found: no file {bad}/nope "
-        "(to retry once fixed: zot ext reload bad)\n"
-        "pj: disabled (to start it: zot ext enable pj)\n" + LIST_OFFLINE
+        f"bad cannot start (exec './nope' not found: no file {bad}/nope); "
+        "fix it, then run `zot ext reload bad`\n"
+        "pj is disabled; run `zot ext enable pj`\n" + LIST_OFFLINE
     )
 
     data = json.loads(ok(ext(cli, "list", "--json")).stdout)
@@ -303,8 +303,8 @@ def test_list_with_a_daemon(cli: Cli) -> None:
     assert by_name["bad"]["PID"] == "-"
     # The error is on stderr, and nothing says the daemon is not running.
     assert res.stderr == (
-        f"bad: exec './nope' not found: no file {bad}/nope "
-        "(to retry once fixed: zot ext reload bad)\n"
+        f"bad cannot start (exec './nope' not found: no file {bad}/nope); "
+        "fix it, then run `zot ext reload bad`\n"
     )
 
     assert found["ex"]["scope"] == "explicit"
@@ -949,8 +949,8 @@ def test_reload_of_a_failed_one_exits_1(cli: Cli) -> None:
     res = ext(cli, "reload", "bad")
     assert outcome(res) == (
         1,
-        f"reloaded bad: failed: exec './nope' not found: no file {bad}/nope "
-        "(to retry once fixed: zot ext reload bad)\n",
+        f"reloaded bad: failed: bad cannot start (exec './nope' not found: no file {bad}/nope); "
+        "fix it, then run `zot ext reload bad`\n",
         "",
     )
 

@@ -42,7 +42,9 @@ def list_(*, opts: Options | None = None, where: Where | None = None) -> int:
 
     def offline() -> int:
         found, _ = local(o, where)
-        return print_list([offline_info(f) for f in found], o.json, running=False)
+        return print_list(
+            [offline_info(f, str(workspace_of(o))) for f in found], o.json, running=False
+        )
 
     return with_client(o, where, live, offline)
 

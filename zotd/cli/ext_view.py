@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from .. import hints
 from ..manifest import Found
 from ..protocol import agent as ap
 from .common import print_json, table
@@ -16,10 +17,26 @@ from .output import duration, styler
 NOT_RUNNING = "zotd is not running; these start when it next starts"
 
 
-def offline_info(f: Found) -> ap.ExtensionInfo:
-    """An extension found on disk, as ``list_extensions`` would show it stopped."""
+def offline_info(f: Found, workspace: str = "") -> ap.ExtensionInfo:
+    """An extension found on disk, as ``list_extensions`` would show it stopped
+    (with the daemon's hint for what keeps it from running, but for ``stopped``:
+    no daemon is all that stops it)."""
     m = f.manifest
     enabled = m.enabled if m else True
+    state = (
+        "failed"
+        if f.error
+        else "disabled"
+        if not enabled
+        else "untrusted"
+        if f.untrusted
+        else "stopped"
+    )
+    why = None
+    if state != "stopped":
+        why = hints.why_not(
+            f.name, state, reason=f.error or f.untrusted, broken=bool(f.error), workspace=workspace
+        )
     return ap.ExtensionInfo(
         name=f.name,
         version=m.version if m else "",
@@ -28,15 +45,7 @@ def offline_info(f: Found) -> ap.ExtensionInfo:
         scope=f.scope,
         dir=str(f.dir),
         enabled=enabled,
-        state=(
-            "failed"
-            if f.error
-            else "disabled"
-            if not enabled
-            else "untrusted"
-            if f.untrusted
-            else "stopped"
-        ),
+        state=state,
         pid=None,
         restarts=0,
         restart_reason="",
@@ -49,30 +58,16 @@ def offline_info(f: Found) -> ap.ExtensionInfo:
         last_error=f.error or f.untrusted,
         log_tail=[],
         warnings=list(f.warnings),
+        hint=why.clause() if why is not None else "",
     )
 
 
-def fix_for(info: ap.ExtensionInfo) -> str:
-    """What to type to get ``info`` working, or "" if it works (or no command helps)."""
-    name = info.name
-    if info.state == "untrusted":
-        return "to run it: zot ext trust"
-    if info.state == "disabled":
-        return f"to start it: zot ext enable {name}"
-    if info.state == "failed":
-        if info.exit_code is not None:  # it ran: what it said is in its log
-            return f"its log: zot ext logs {name}; to retry: zot ext reload {name}"
-        return f"to retry once fixed: zot ext reload {name}"
-    return ""
-
-
 def describe(info: ap.ExtensionInfo) -> str:
-    """``ready; provides /hello, weather``, or ``failed: why (fix: ...)``."""
+    """``ready; provides /hello, weather``, or ``failed: <why; what to do>``."""
     provides = [f"/{c}" for c in info.commands] + info.tools
     what = f"; provides {', '.join(provides)}" if provides else ""
-    error = f": {info.last_error}" if info.state == "failed" and info.last_error else ""
-    fix = fix_for(info)
-    return f"{info.state}{error}{what}" + (f" ({fix})" if fix else "")
+    hint = f": {info.hint}" if info.hint and info.state not in ("ready", "starting") else ""
+    return f"{info.state}{what}{hint}"
 
 
 def provides(info: ap.ExtensionInfo) -> str:
@@ -144,11 +139,8 @@ def print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool, footer:
 
 def _notes(i: ap.ExtensionInfo) -> list[str]:
     notes = []
-    fix = f" ({fix_for(i)})" if fix_for(i) else ""
-    if i.state in ("failed", "untrusted") and i.last_error:
-        notes.append(f"{i.name}: {i.last_error}{fix}")
-    elif fix:
-        notes.append(f"{i.name}: {i.state}{fix}")
+    if i.hint and i.state not in ("ready", "starting"):
+        notes.append(i.hint)
     for s in i.shadowed:
         notes.append(f"{i.name}: {s.name} is hidden: {s.reason}")
     for w in i.warnings:

@@ -314,6 +314,8 @@ def mcp(
             cwd=cwd or Path(os.getcwd()),
             token=token_for(token, config),
             start=False if no_start else None,
+            # Answers owed at the end of input may take as long as zotd's own deadlines.
+            drain_timeout=max(config.tool_timeout, config.command_timeout) + 5,
         )
 
     return run_async(go)
