@@ -138,7 +138,7 @@ def dates_around(before: datetime, after: datetime) -> set[str]:
 
 
 async def test_hello_answers_with_a_prompt_a_display_and_an_insert(user: User) -> None:
-    assert await user.install("hello") == installed(user, "hello", "/hello, /shout, /ask")
+    assert await user.install("hello") == installed(user, "hello", "/ask, /hello, /shout")
     assert await user.zot("run", "/hello") == Ran(
         0, "[hello] prompt: Greet me in one short, friendly sentence.\n", ""
     )
@@ -311,7 +311,7 @@ TIME_SHOWN = re.compile(r"\d\d:\d\d:\d\d (\S+), (\w+ \d\d \w+ \d{4})\n")
 
 
 async def test_clock_displays_the_time_and_prompts_for_a_standup(user: User) -> None:
-    assert await user.install("clock") == installed(user, "clock", "/time, /standup")
+    assert await user.install("clock") == installed(user, "clock", "/standup, /time")
     before = datetime.now().astimezone()
     local = await user.zot("run", "/time")
     standup = await user.zot("run", "/standup")
