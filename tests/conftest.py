@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_timeout
 import trio
 from hypothesis import HealthCheck, settings
 
@@ -23,6 +27,88 @@ from zotd.paths import Paths
 # tests check is correctness, not speed.
 settings.register_profile("zotd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("zotd")
+
+# --- a per-test cap (pytest-timeout, `timeout` in pyproject.toml) ----------------
+#
+# pytest-timeout's "signal" method raises from a SIGALRM handler wherever the
+# main thread is. In a trio test that is mostly trio's own loop, which then
+# never resets: every later trio test fails ("run() from inside a run()").
+# Its "thread" method ends the whole run. So a trio test at its cap is
+# cancelled inside its own run instead (a timer thread hands the run a
+# cancel through its token), which unwinds the test and its fixtures as any
+# cancellation does; the signal stays armed TRIO_CAP_GRACE s later, for a
+# loop too stuck to take the cancel (the signal then lands in the code that
+# holds the loop, and is unwound from there). Other tests get the signal.
+
+TRIO_CAP_GRACE = 10.0
+_TRIO_CAP = pytest.StashKey[tuple[float, float]]()  # (deadline, timeout)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-trio has marked the async tests
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        runs = [mark.kwargs.get("run") for mark in item.iter_markers("trio")]
+        if runs and all(run in (None, trio.run) for run in runs):
+            # First, so that pytest-trio takes it over its trio.run.
+            capped = functools.partial(_run_capped, item)
+            item.add_marker(pytest.mark.trio(run=capped), append=False)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    if item.get_closest_marker("trio") is None or settings.method != "signal":
+        return None  # pytest-timeout's own way
+    item.stash[_TRIO_CAP] = (time.monotonic() + settings.timeout, settings.timeout)
+    later = settings._replace(timeout=settings.timeout + TRIO_CAP_GRACE)
+    result: bool = pytest_timeout.pytest_timeout_set_timer(item, later)
+    return result
+
+
+def _run_capped(item: pytest.Item, afn: Callable[[], Awaitable[Any]], **kwargs: Any) -> Any:
+    """``trio.run`` for pytest-trio, that cancels the test at its deadline."""
+    cap = item.stash.get(_TRIO_CAP, None)
+    if cap is None:  # no timeout for this test
+        return trio.run(afn, **kwargs)
+    deadline, timeout = cap
+    expired = False
+    unwound: BaseException | None = None  # what the cancel raised, where the test was
+
+    async def capped() -> Any:
+        nonlocal unwound
+        token = trio.lowlevel.current_trio_token()
+        with trio.CancelScope() as scope:
+
+            def expire() -> None:
+                nonlocal expired
+                expired = True
+                scope.cancel()
+
+            def soon() -> None:
+                try:
+                    token.run_sync_soon(expire)
+                except trio.RunFinishedError:
+                    pass
+
+            timer = threading.Timer(max(0.0, deadline - time.monotonic()), soon)
+            timer.daemon = True
+            timer.start()
+            try:
+                return await afn()
+            except BaseException as exc:
+                if expired:
+                    unwound = exc
+                raise
+            finally:
+                timer.cancel()
+        return None
+
+    try:
+        return trio.run(capped, **kwargs)
+    finally:
+        if expired:
+            message = f"Timeout (>{timeout:g}s) from pytest-timeout: the test was cancelled"
+            raise pytest.fail.Exception(message) from unwound
+
 
 EXTENSIONS = Path(__file__).parent / "extensions"
 FAKE = EXTENSIONS / "fake.py"
