@@ -996,11 +996,10 @@ def test_trust_a_cloned_projects_extensions(cli: Cli, running: bool) -> None:
     source(cli.project / ".zot" / "extensions", "repo")
     if running:
         cli.start()
-    hint = f"run `zot ext trust` in {cli.project} to allow it"
     listed = ext(cli, "list")
     assert listed.returncode == 0
     assert rows(listed.stdout)[0]["STATE"] == "untrusted"
-    assert f"repo: project-local extensions run only once trusted: {hint}" in listed.stderr
+    assert f"repo is not trusted yet; run `zot ext trust` in {cli.project}\n" in listed.stderr
     res = ext(cli, "trust")
     if running:
         assert outcome(res) == (

@@ -114,8 +114,9 @@ def install(
 
 
 def working(info: ap.ExtensionInfo) -> bool:
-    """Whether an extension a command was to get going is going (or on its way)."""
-    return info.state in ("ready", "starting", "restarting")
+    """Whether an extension a command was to get going is going (or still
+    starting; one restarting already failed once)."""
+    return info.state in ("ready", "starting")
 
 
 def _confirm(name: str, directory: str) -> None:
@@ -288,11 +289,14 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
         return 1 if broken else 0
 
     async def live(zot: Client) -> int:
-        infos = await zot.ext_trust()
-        for i in infos:
-            if not o.json:
+        trusted = [i.name for i in await zot.ext_trust()]
+        # Every project-local one, also those that could not be trusted (a
+        # broken manifest): what the user sees running after this.
+        project = [i for i in await zot.list_extensions() if i.scope == "project"]
+        if not o.json:
+            for i in project:
                 print(f"{i.name}: {describe(i)}")
-        return report([i.name for i in infos], "", [i.name for i in infos if not working(i)])
+        return report(trusted, "", [i.name for i in project if not working(i)])
 
     def offline() -> int:
         paths, _ = settings(where)
