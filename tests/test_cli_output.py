@@ -341,3 +341,56 @@ def test_shell_completion_installs_and_completes(cli: Cli, program: str) -> None
         )
         assert res.returncode == 0, res
         assert program in target.read_text()
+
+
+# --- conflicts you can see ----------------------------------------------------------------
+
+
+def test_hidden_names_and_guards_are_shown(cli: Cli) -> None:
+    exts = cli.home / "extensions"
+    add_extension(exts, "aa", "--commands", "go", "--tools", "echo")
+    add_extension(exts, "bb", "--commands", "go,own", "--tools", "echo", manifest={"priority": 1})
+    add_extension(exts, "guard", "--intercept", "tool_call", "--events", "turn_end")
+    cli.start()
+    cli.extensions()
+    infos = cli.extensions()
+    # Which of aa and bb got the names first is theirs to race for.
+    holder = next(n for n in ("aa", "bb") if "echo" in infos[n].tools)
+    hidden = "bb" if holder == "aa" else "aa"
+    tools = cli.zot("tools")
+    assert tools.returncode == 0, tools
+    assert tools.stdout.splitlines() == [f"echo  the echo tool  ({holder})"]
+    assert re.fullmatch(
+        rf"hidden: echo of {hidden} \({holder} holds it: [^\n]+\)\n", tools.stderr
+    ), tools.stderr
+    commands = cli.zot("commands")
+    assert re.match(rf"hidden: /go of {hidden} \({holder} holds it: ", commands.stderr), commands
+    listed = cli.zot("ext", "list")
+    assert listed.returncode == 0, listed
+    provides = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    assert "echo (hidden)" in provides[hidden]
+    assert "/go (hidden)" in provides[hidden]
+    assert "on turn_end, guards tool_call" in provides["guard"]
+    assert f"{hidden}: echo is hidden: " in listed.stderr
+    assert re.search(
+        r"^\(this is \S+'s workspace; each workspace runs its own copy of every global "
+        r"extension: 1 workspace\(s\), 3 extension process\(es\) in all\)$",
+        listed.stderr,
+        re.M,
+    ), listed.stderr
+
+
+# --- paths --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["offline", "live"])
+def test_install_of_a_relative_directory(cli: Cli, running: bool) -> None:
+    add_extension(cli.project / "src", "rel", "--tools", "echo")
+    if running:
+        cli.start()
+    res = cli.zot("ext", "install", "src/rel", "--no-start")
+    assert res.returncode == 0, res
+    assert (cli.home / "extensions" / "rel" / "extension.json").is_file()
+    missing = cli.zot("ext", "install", "./nowhere", "--no-start")
+    assert missing.returncode == 1
+    assert str(cli.project / "nowhere") in missing.stderr  # named as the user's path, made whole

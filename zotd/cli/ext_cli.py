@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from cyclopts import App
 
@@ -32,13 +33,20 @@ OFFLINE = "zotd is not running; this applies when it next starts"
 def list_(*, opts: Options | None = None, where: Where | None = None) -> int:
     """List the extensions of this directory's workspace: project, global and --ext ones.
 
-    Shows each one's version, scope, live state, pid, restarts, commands and
-    tools, and directory. Works without a running daemon (no live state then).
+    Shows each one's version, scope, live state, pid, uptime, restarts (crash
+    restarts and reloads), what it provides (commands, tools, names another
+    holds, events it follows and guards), and directory, by name. Works
+    without a running daemon (no live state then). Each workspace runs its
+    own copy of every global extension.
     """
     o = opts or Options()
 
     async def live(zot: Client) -> int:
-        return print_list(await zot.list_extensions(), o.json, running=True)
+        infos = await zot.list_extensions()
+        footer = ""
+        if not o.json and any(i.scope == "global" for i in infos):
+            footer = copies_note(await zot.status(), workspace_of(o))
+        return print_list(infos, o.json, running=True, footer=footer)
 
     def offline() -> int:
         found, _ = local(o, where)
@@ -111,6 +119,15 @@ def install(
         return 1 if found.error else 0
 
     return with_client(o, where, live, offline)
+
+
+def copies_note(st: ap.StatusData, here: Path) -> str:
+    """Says that global extensions run once per workspace, and how many processes that is."""
+    processes = sum(ws.processes for ws in st.workspaces)
+    return (
+        f"(this is {here}'s workspace; each workspace runs its own copy of every global "
+        f"extension: {len(st.workspaces)} workspace(s), {processes} extension process(es) in all)"
+    )
 
 
 def working(info: ap.ExtensionInfo) -> bool:
