@@ -36,24 +36,33 @@ class Where:
     """The config file [default: $ZOTD_CONFIG, else zotd.toml in the user config dir]."""
 
 
-def settings(where: Where | None, prog: str = "zot") -> tuple[Paths, Config]:
-    """Resolves the paths and reads the config; exits with a message if it is bad.
+def resolve(where: Where | None) -> tuple[Paths, Config]:
+    """The paths and the config the options say.
 
-    The socket is ``--socket``, else ``$ZOTD_SOCKET``, else ``socket`` in the
-    config, else the default.
+    The socket is ``--socket``, else ``$ZOTD_SOCKET`` (both relative to the
+    cwd), else ``socket`` in the config (relative to the config file), else
+    the default.
+
+    Raises:
+        ConfigError: the config file is bad.
     """
     where = where or Where()
     paths = Paths.from_env(config_file=where.config)
-    try:
-        config = load_config(paths.config_file)
-    except ConfigError as exc:
-        die(f"{prog}: bad config file {exc}", code=2)
+    config = load_config(paths.config_file)
     socket = where.socket or os.environ.get("ZOTD_SOCKET") or config.socket
     if socket:
         paths = Paths(
             home=paths.home, socket=Path(socket).absolute(), config_file=paths.config_file
         )
     return paths, config
+
+
+def settings(where: Where | None, prog: str = "zot") -> tuple[Paths, Config]:
+    """:func:`resolve`, exiting with a message (code 2) if the config is bad."""
+    try:
+        return resolve(where)
+    except ConfigError as exc:
+        die(f"{prog}: bad config file {exc}", code=2)
 
 
 def token_for(explicit: str | None, config: Config) -> str | None:

@@ -22,7 +22,6 @@ docs/integrations.md.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,10 +34,9 @@ from cyclopts import App, Parameter
 
 from .. import __version__
 from ..client import Client, ZotdError, connect
-from ..config import ConfigError, load_config
-from ..paths import Paths
+from ..config import ConfigError
 from ..protocol import agent as ap
-from .common import Where, die, print_json, run_async, token_for
+from .common import Where, die, print_json, resolve, run_async, token_for
 
 app = App(name="hook", help="Answer other agents' hooks with zot's guards and events.")
 
@@ -158,14 +156,11 @@ def _talk(
     cwd = str(opts.cwd) if opts.cwd is not None else payload.cwd
     if not cwd:
         raise _BadPayload("the payload has no cwd: pass --cwd")
-    where = where or Where()
-    paths = Paths.from_env(config_file=where.config)
     try:
-        config = load_config(paths.config_file)
+        paths, config = resolve(where)
     except ConfigError as exc:
         raise _Unreachable(f"bad config file {exc}") from None
-    socket = where.socket or os.environ.get("ZOTD_SOCKET") or config.socket
-    path = Path(socket).absolute() if socket else paths.socket
+    path = paths.socket
     limit = opts.timeout or config.ready_grace + config.intercept_timeout + SLACK
 
     async def go() -> T:
