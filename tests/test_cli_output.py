@@ -394,3 +394,18 @@ def test_install_of_a_relative_directory(cli: Cli, running: bool) -> None:
     missing = cli.zot("ext", "install", "./nowhere", "--no-start")
     assert missing.returncode == 1
     assert str(cli.project / "nowhere") in missing.stderr  # named as the user's path, made whole
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["offline", "live"])
+def test_a_manifest_key_misspelt_is_a_warning_in_the_list(cli: Cli, running: bool) -> None:
+    add_extension(cli.home / "extensions", "typo", "--tools", "echo", manifest={"enabeld": False})
+    if running:
+        cli.start()
+    listed = cli.zot("ext", "list")
+    assert listed.returncode == 0, listed
+    assert (
+        "typo: warning: extension.json: unknown key `enabeld` (ignored); did you mean `enabled`?\n"
+        in listed.stderr
+    )
+    state = "ready" if running else "stopped"
+    assert listed.stdout.splitlines()[1].split()[:5] == ["typo", "0.0.1", "global", "yes", state]
