@@ -29,8 +29,11 @@ from zotd.client import connect
 
 ZOT = Path(sys.executable).parent / "zot"
 
-#: Upper bound for one CLI invocation (they take a fraction of a second).
-RUN_TIMEOUT = 15.0
+#: Upper bound for one CLI invocation (they take a fraction of a second): a
+#: hang guard, generous for a slow or busy machine. So are the other waits here.
+RUN_TIMEOUT = 30.0
+#: How long a test waits for something that happens in well under a second.
+WAIT = 30.0
 
 STARTED = re.compile(r"^zotd started: pid (\d+), socket (\S+), log (\S+)$")
 
@@ -162,7 +165,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None
         time.sleep(0.02)
 
 
-def read_line(pipe: IO[bytes], timeout: float = 5.0) -> str:
+def read_line(pipe: IO[bytes], timeout: float = WAIT) -> str:
     """One line from a child's pipe, without blocking past ``timeout``."""
     fd = pipe.fileno()
     buf = b""
@@ -199,10 +202,9 @@ def test_help_lists_the_commands(cli: Cli) -> None:
 
 
 def test_start_status_stop(cli: Cli, ext_dir: Path) -> None:
-    began = time.monotonic()
+    # (It answered before START_TIMEOUT, or `start` would have failed.)
     pid = cli.start("-e", os.path.relpath(ext_dir, cli.project))  # relative to the cwd
     assert pid_alive(pid)
-    assert time.monotonic() - began < 5
 
     status = cli.zotd("status")
     assert status.returncode == 0, status
@@ -240,7 +242,7 @@ def test_start_status_stop(cli: Cli, ext_dir: Path) -> None:
 
     stop = cli.zotd("stop")
     assert (stop.returncode, stop.stdout, stop.stderr) == (0, f"zotd stopped (pid {pid})\n", "")
-    wait_until(lambda: not pid_alive(pid), 3, "the daemon to exit")
+    wait_until(lambda: not pid_alive(pid), WAIT, "the daemon to exit")
     assert not pid_alive(ext_pid)
     assert not cli.socket.exists()
     log = (cli.home / "logs" / "ext-fx.log").read_text()
@@ -517,7 +519,7 @@ def test_zot_events(cli: Cli, ext_dir: Path) -> None:
     )
     assert read_line(events.stdout) == "[fx] warn: told: hi"
     events.send_signal(signal.SIGINT)
-    assert events.wait(timeout=5) == 130
+    assert events.wait(timeout=WAIT) == 130
 
 
 def test_zot_events_ends_when_the_daemon_stops(cli: Cli, ext_dir: Path) -> None:
@@ -535,7 +537,7 @@ def test_zot_events_ends_when_the_daemon_stops(cli: Cli, ext_dir: Path) -> None:
             break
     assert "[fx] stopping" in lines[0]
     assert read_line(events.stderr) == "zotd closed the connection"
-    assert events.wait(timeout=5) == 1
+    assert events.wait(timeout=WAIT) == 1
 
 
 # --- the foreground daemon and signals ----------------------------------------------------
@@ -550,13 +552,12 @@ def test_foreground_daemon_stops_gracefully_on(
         daemon = cli.popen(
             [sys.executable, "-m", "zotd", "--ext", str(ext_dir)], stdout=out, stderr=out
         )
-    wait_until(lambda: cli.zotd("status").returncode == 0, 10, "the daemon to answer")
+    wait_until(lambda: cli.zotd("status").returncode == 0, WAIT, "the daemon to answer")
     ext_pid = cli.extensions()["fx"].pid
     assert ext_pid is not None and pid_alive(ext_pid)
-    began = time.monotonic()
     daemon.send_signal(sig)
-    assert daemon.wait(timeout=5) == 0, log.read_text()
-    assert time.monotonic() - began < 3
+    assert daemon.wait(timeout=WAIT) == 0, log.read_text()
+    # Gracefully: the extension exited on `shutdown`, never signalled (its log below).
     assert not pid_alive(ext_pid)
     assert not cli.socket.exists()
     ext_log = (cli.home / "logs" / "ext-fx.log").read_text()
@@ -594,7 +595,7 @@ def test_zot_run_shows_the_panel_a_command_opens(cli: Cli, short_tmp: Path) -> N
         "  up/down, q",
     ]
     # The panel closed with the command's connection.
-    wait_until(lambda: '"type":"panel_close"' in log.read_text(), 5, "panel_close")
+    wait_until(lambda: '"type":"panel_close"' in log.read_text(), WAIT, "panel_close")
 
 
 def test_zot_run_passes_dashed_args_through(cli: Cli, ext_dir: Path) -> None:

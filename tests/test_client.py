@@ -38,7 +38,7 @@ def daemon_process(paths: Paths, short_tmp: Path) -> Iterator[subprocess.Popen[b
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30  # a hang guard, generous for a busy machine
         while not paths.socket.exists():
             assert proc.poll() is None, "the daemon exited"
             assert time.monotonic() < deadline, "the daemon did not start"
@@ -101,11 +101,14 @@ async def test_connection_lost_fails_pending_calls(
         async with trio.open_nursery() as nursery:
 
             async def stop_soon() -> None:
-                await trio.sleep(0.2)
+                # Once the call is pending in the extension (not a guess at how long that takes).
+                ext = next(iter(daemon.workspaces.values())).extensions["e"]
+                while not ext.pending:
+                    await trio.sleep(0.01)
                 daemon.request_shutdown()
 
             nursery.start_soon(stop_soon)
-            with trio.fail_after(5), pytest.raises(ZotdError) as err:
+            with trio.fail_after(30), pytest.raises(ZotdError) as err:  # a hang guard only
                 await zot.call_tool("slow", {"seconds": 30})
         # The extension is stopped under the pending call: it is told why.
         assert err.value.code == "shutting_down"
@@ -137,7 +140,9 @@ async def test_many_calls_at_once_and_a_cancelled_one(
             await zot.call_tool("slow", {"seconds": 0.3})
         assert scope.cancelled_caught
         assert (await zot.call_tool("echo", {"after": 1})).content == [TextBlock('{"after": 1}')]
-        await trio.sleep(0.4)
+        with trio.fail_after(30):  # a hang guard: until the late reply came and was dropped
+            while (await zot.list_extensions())[0].late_replies == 0:
+                await trio.sleep(0.02)
         assert (await zot.call_tool("echo", {"late": 1})).content == [TextBlock('{"late": 1}')]
 
 
