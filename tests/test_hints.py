@@ -108,6 +108,13 @@ def test_long_names_are_cut_in_messages() -> None:
     assert message == f"no tool '{'n' * 77}...' in this workspace (`zot tools` lists them)"
 
 
+def test_names_that_do_not_print_are_quoted() -> None:
+    assert hints.unknown("command", "a\nb", [], []) == (
+        "no command /'a\\nb' in this workspace (`zot commands` lists them)"
+    )
+    assert "\n" not in hints.unknown("tool", "a\nb", [], [])
+
+
 # --- through the daemon: not running, and what fixes it ------------------------------
 
 
@@ -281,9 +288,9 @@ async def test_bad_names_get_clear_errors(
     async with connect(paths.socket, cwd=project) as zot:
         for name in ("", " ", "\x00\n", "é" * 50_000, "forecast" * 1000, '"}{'):
             code, message = await error_of(zot.call_tool(name, {}))
-            assert code == "not_found" and len(message) < 200, message
+            assert code == "not_found" and len(message) < 200 and "\n" not in message, message
             code, message = await error_of(zot.invoke_command(name))
-            assert code == "not_found" and len(message) < 200, message
+            assert code == "not_found" and len(message) < 200 and "\n" not in message, message
             code, message = await error_of(zot.ext_enable(name))
             assert code in ("not_found", "bad_request") and len(message) < 300, message
         assert await zot.ping()

@@ -32,8 +32,12 @@ def shown(name: str) -> str:
 
 
 def label(kind: str, name: str) -> str:
-    """``/name`` for a command, ``'name'`` for a tool or an extension."""
-    return f"/{shown(name)}" if kind == "command" else repr(shown(name))
+    """``/name`` for a command (``/'...'`` if it has characters that do not
+    print, such as a newline), ``'name'`` for a tool or an extension."""
+    cut = shown(name)
+    if kind == "command":
+        return f"/{cut}" if cut.isprintable() else f"/{cut!r}"
+    return repr(cut)
 
 
 def close_matches(name: str, candidates: Iterable[str]) -> list[str]:
