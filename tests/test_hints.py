@@ -183,7 +183,8 @@ async def test_a_starting_extension_says_so(
 ) -> None:
     hold = short_tmp / "hold"
     add_extension(paths.extensions_dir, "gated", "--tools", "g", "--hold", str(hold), script=GATE)
-    await start_daemon()
+    # However slow the machine, it is not refused for a late `hello` while held.
+    await start_daemon(msgspec.structs.replace(FAST, hello_timeout=120.0))
     async with connect(paths.socket, cwd=project) as zot:
         await zot.call_tool("g", {})
         hold.touch()  # its next start waits before `hello`
