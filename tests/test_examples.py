@@ -38,8 +38,9 @@ from zotd.protocol.extension import PanelSpec, TextBlock
 EXAMPLES = Path(__file__).parent.parent / "examples" / "extensions"
 BIN = Path(sys.executable).parent
 ZOT = BIN / "zot"
-#: Upper bound for one CLI run or one wait (they take a fraction of a second).
-TIMEOUT = 10.0
+#: Upper bound for one CLI run or one wait (they take a fraction of a second): a
+#: hang guard, generous for a slow or busy machine.
+TIMEOUT = 30.0
 
 
 def user_env(paths: Paths) -> dict[str, str]:

@@ -17,7 +17,7 @@ from zotd.protocol.extension import TextBlock
 
 
 async def wait_for_state(
-    notifications: object, extension: str, state: str, limit: float = 5
+    notifications: object, extension: str, state: str, limit: float = 30
 ) -> ExtensionStatePush:
     with trio.fail_after(limit):
         async for frame in notifications:  # type: ignore[attr-defined]
@@ -228,7 +228,7 @@ async def test_reload_fails_the_pending_call_and_serves_the_next(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
     directory = add_extension(paths.extensions_dir, "r", "--tools", "slow,echo")
-    await start_daemon()
+    daemon = await start_daemon()
     async with (
         connect(paths.socket, cwd=project) as agent,
         connect(paths.socket, cwd=project) as op,
@@ -245,10 +245,12 @@ async def test_reload_fails_the_pending_call_and_serves_the_next(
         # Change the manifest on disk: the reload must read it again.
         manifest = json.loads((directory / "extension.json").read_text())
         manifest["args"] = [str(FAKE), "--name", "r", "--tools", "slow,echo,added"]
-        with trio.fail_after(8):
+        with trio.fail_after(30):  # a hang guard, far below the 60 s call
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pending)
-                await trio.sleep(0.2)
+                old = next(iter(daemon.workspaces.values())).extensions["r"]
+                while not old.pending:  # the call has reached the extension
+                    await trio.sleep(0.01)
                 (directory / "extension.json").write_text(json.dumps(manifest))
                 reloaded = await op.ext_reload("r")
         assert [e.code for e in errors] == ["extension_failed"]
