@@ -33,6 +33,8 @@ CHAOS = EXTENSIONS / "chaos.py"
 CODES = frozenset(v for k, v in vars(ap.ErrorCode).items() if k.isupper())
 RESPONSE_KEYS = frozenset({"type", "id", "command", "success", "data", "error"})
 PUSH_TYPES = frozenset({"notify", "extension_state"})
+#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
+WAIT = 30.0
 
 
 # --- a raw connection that reads while it writes --------------------------------
@@ -138,7 +140,7 @@ async def hello(stream: trio.SocketStream, reader: Reader, project: Path, rid: s
     await stream.send_all(
         line_of({"id": rid, "type": "hello", "protocol_version": 1, "cwd": str(project)})
     )
-    with trio.fail_after(5):
+    with trio.fail_after(WAIT):
         reply = await reader.reply_to(rid)
     assert reply["success"] is True, reply
 
@@ -147,7 +149,7 @@ async def call_echo(stream: trio.SocketStream, reader: Reader, rid: str, text: s
     """Calls the well-behaved extension's echo tool and checks the exact result."""
     args = {"text": text}
     await stream.send_all(line_of({"id": rid, "type": "call_tool", "name": "echo", "args": args}))
-    with trio.fail_after(5):
+    with trio.fail_after(WAIT):
         reply = await reader.reply_to(rid)
     assert reply == {
         "type": "response",
@@ -441,7 +443,7 @@ async def test_random_lines_on_the_socket(
     async with connect(paths) as (stream, reader):
         await hello(stream, reader, project, "hello-0")
         # Chunks that cut lines anywhere, written while the replies are read.
-        with trio.fail_after(8):
+        with trio.fail_after(WAIT):
             pos = 0
             while pos < len(stream_bytes):
                 size = rng.choice([1, 7, 100, 1000, 4096, 20000])
@@ -569,13 +571,14 @@ async def test_a_chaotic_extension_disturbs_nobody(
         await hello(good_stream, good_reader, project, "h2")
         await hello(op_stream, op_reader, project, "h3")
         await op_stream.send_all(b'{"id":"sub","type":"subscribe"}\n')  # pushes too
-        with trio.fail_after(5):
+        with trio.fail_after(WAIT):
             assert (await op_reader.reply_to("sub"))["success"] is True
 
         async def chaos_calls() -> None:
             for i, mode in enumerate(modes):
                 rid = f"c{i}"
-                args = {"mode": mode, "i": i, "delay": CHAOS_TIMEOUT + 0.5}
+                # A late answer comes well after the deadline (2 s), however busy the loop.
+                args = {"mode": mode, "i": i, "delay": CHAOS_TIMEOUT + 2.0}
                 sent[rid] = (mode, trio.current_time())
                 await chaos_stream.send_all(
                     line_of(
@@ -601,17 +604,17 @@ async def test_a_chaotic_extension_disturbs_nobody(
                     await trio.sleep(0.01)
 
         async def operator() -> None:
-            # The daemon keeps answering everything else meanwhile.
+            # The daemon keeps answering everything else meanwhile (each in
+            # turn, while the chaos goes on; how fast depends on the machine).
             for i in range(20):
                 rid = f"o{i}"
                 kind = "ping" if i % 2 else "list_extensions"
                 await op_stream.send_all(line_of({"id": rid, "type": kind}))
-                with trio.fail_after(2):
-                    reply = await op_reader.reply_to(rid)
+                reply = await op_reader.reply_to(rid)
                 assert reply["success"] is True, reply
                 await trio.sleep(0.05)
 
-        with trio.fail_after(10):
+        with trio.fail_after(2 * WAIT):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(chaos_calls)
                 nursery.start_soon(good_calls)
@@ -629,14 +632,18 @@ async def test_a_chaotic_extension_disturbs_nobody(
                 "is_error": False,
             }
 
-        # Every chaos call got exactly one reply: a result, or a clean error, and
-        # none later than its deadline.
+        # Every chaos call got exactly one reply: a result, or a clean error. A
+        # `timeout` came no sooner than the call's own timeout_s (the daemon runs
+        # in this process: one clock), and the late answer (at timeout_s + 2 s)
+        # never got through as a result: the deadline decided. (By how little it
+        # may overrun, in virtual time: test_deadlines.py.)
         replies = chaos_reader.replies[1:]
         assert Counter(r["id"] for r in replies) == Counter(list(sent))
         for reply, when in zip(replies, chaos_reader.arrivals[1:], strict=True):
             mode, since = sent[reply["id"]]
-            assert when - since < CHAOS_TIMEOUT + 1.0, (mode, when - since)
             success, code = CHAOS_MODES[mode]
+            if code == "timeout":
+                assert when - since >= CHAOS_TIMEOUT, (mode, when - since)
             assert reply["success"] is success, (mode, reply)
             assert reply["command"] == "call_tool"
             if success:
@@ -646,11 +653,17 @@ async def test_a_chaotic_extension_disturbs_nobody(
             else:
                 assert reply["error"]["code"] == code, (mode, reply)
         # The chaos is in the log (a noise budget may have dropped some of it
-        # quietly: only so much is noted per second).
-        with trio.fail_after(10):
-            while "chaos: wrote 3000 lines" not in log.read_text(errors="replace"):
+        # quietly: only so much is noted per second), once zotd has read it
+        # all: the command it registers after its last line says so.
+        with trio.fail_after(WAIT):
+            for i in itertools.count():
+                await op_stream.send_all(line_of({"id": f"lc{i}", "type": "list_commands"}))
+                listed = await op_reader.reply_to(f"lc{i}")
+                if "chaos-done" in {c["name"] for c in listed["data"]["commands"]}:
+                    break
                 await trio.sleep(0.05)
         text = log.read_text(errors="replace")
+        assert "chaos: wrote 3000 lines" in text
         assert text.count("skipped a malformed line") > 100
         assert "-byte line: longer than the 4096-byte frame limit" in text
         assert "skipped a malformed line" not in paths.extension_log("good").read_text()
@@ -660,7 +673,7 @@ async def test_a_chaotic_extension_disturbs_nobody(
         # Once the flood is over, a stray reply is noted again, and both tools
         # answer as before.
         strays = log.read_text(errors="replace").count("no such request pending")
-        with trio.fail_after(5):
+        with trio.fail_after(WAIT):
             for i in itertools.count():
                 rid = f"twice-{i}"
                 await chaos_stream.send_all(
@@ -676,7 +689,7 @@ async def test_a_chaotic_extension_disturbs_nobody(
         await call_echo(good_stream, good_reader, "after", "fine")
 
         await op_stream.send_all(line_of({"id": "final", "type": "list_extensions"}))
-        with trio.fail_after(5):
+        with trio.fail_after(WAIT):
             reply = await op_reader.reply_to("final")
         states = {
             e["name"]: (e["state"], e["restarts"], e["pid"] is not None and pid_alive(e["pid"]))
@@ -697,10 +710,10 @@ async def test_an_event_with_a_key_that_is_not_utf8_is_no_internal_error(
         await stream.send_all(
             b'{"id":"e","type":"%s","event":"tool_call","\xff":1}\n' % tag.encode()
         )
-        with trio.fail_after(5):
+        with trio.fail_after(WAIT):
             reply = await reader.reply_to("e")
         await stream.send_all(b'{"id":"p","type":"ping"}\n')
-        with trio.fail_after(5):
+        with trio.fail_after(WAIT):
             pong = await reader.reply_to("p")
     assert pong["success"] is True
     # Refused as a bad request, or served: either is fine; a bug of zotd's is not.

@@ -21,7 +21,9 @@ written in several pieces. Meanwhile it answers each ``chaos`` call as its
     late       a correct tool_result after `delay` seconds
 
 No random id is a decimal number the daemon could have used for a call. When
-the K lines are written it says so on stderr (that is, in its log).
+the K lines are written it says so on stderr (that is, in its log), then
+registers the command ``NAME-done`` (so a test can tell when the daemon has
+read them all).
 """
 
 from __future__ import annotations
@@ -221,6 +223,8 @@ def chaos() -> None:
         if n % args.burst == args.burst - 1:
             time.sleep(args.pause)
     print(f"chaos: wrote {args.lines} lines", file=sys.stderr, flush=True)
+    # After the last line on the same pipe: once zotd lists it, it has read them all.
+    emit({"type": "register_command", "name": f"{args.name}-done"})
 
 
 # --- the tool ----------------------------------------------------------------------
