@@ -80,7 +80,7 @@ async def test_a_running_extensions_log_is_rotated(
         f.write("noise\n" * 2000)
     await trio.sleep(11)
     rotated = log.with_name("ext-m.log.1")
-    for _ in range(100):  # the copy runs in a thread, on the real clock
+    for _ in range(1500):  # the copy runs in a thread, on the real clock: up to 30 s
         if "rotated this log" in log.read_text():
             break
         await trio.to_thread.run_sync(time.sleep, 0.02)

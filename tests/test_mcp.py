@@ -217,9 +217,13 @@ async def test_a_cancelled_mcp_call_cancels_the_extensions_work(
     add_newer_zot(paths.extensions_dir, "nz", frames)
     await start_daemon()
     async with mcp_session(paths, project) as session:
-        with trio.move_on_after(1):  # the host gives up on the call
-            await session.call_tool("nz-hang", {})
-        with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.call_tool, "nz-hang", {})
+            with trio.fail_after(30):  # a hang guard: until the extension has the call
+                while '"nz-hang"' not in (frames.read_text() if frames.exists() else ""):
+                    await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()  # the host gives up on the call
+        with trio.fail_after(30):
             while '"type":"cancel"' not in (frames.read_text() if frames.exists() else ""):
                 await trio.sleep(0.05)
         assert (await session.call_tool("nz-count", {"n": 1})).is_error is False
