@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -412,16 +411,41 @@ CONCURRENT = """
     import asyncio
     import threading
     import time
+    from pathlib import Path
 
     from zotd.sdk import Extension, block, display
 
     ext = Extension("sdk-concurrent")
+    arrived = 0
+    all_in = None
 
 
     @ext.tool()
     def slow(seconds: float) -> str:
         time.sleep(seconds)
         return "slow done"
+
+
+    @ext.tool()
+    def held(gate: str, name: str) -> str:
+        # Says it has started, then waits until the test lets it go.
+        Path(gate, name + ".started").touch()
+        while not Path(gate, "release").exists():
+            time.sleep(0.005)
+        return name + " released"
+
+
+    @ext.tool()
+    async def together(n: int) -> str:
+        # Returns once n calls are waiting here at the same time.
+        global arrived, all_in
+        if all_in is None:
+            all_in = asyncio.Event()
+        arrived += 1
+        if arrived >= n:
+            all_in.set()
+        await all_in.wait()
+        return "together"
 
 
     @ext.tool()
@@ -472,12 +496,12 @@ async def test_async_and_sync_handlers(
         assert verdict.extension == "sdk-concurrent"
         assert verdict.reason.startswith("no bash: sdk-concurrent")
         assert not (await zot.intercept("read", {"path": "x"})).block
-        # Many async handlers wait at once, not one after the other.
-        started = time.monotonic()
-        async with trio.open_nursery() as nursery:
-            for _ in range(10):
-                nursery.start_soon(zot.call_tool, "where_async", {"pause": 0.3})
-        assert time.monotonic() - started < 1.5
+        # Many async handlers wait at once, not one after the other: none of
+        # these returns before all ten are in (one after the other, none would).
+        with trio.fail_after(30):  # a hang guard
+            async with trio.open_nursery() as nursery:
+                for _ in range(10):
+                    nursery.start_soon(zot.call_tool, "together", {"n": 10})
 
 
 @pytest.mark.slow
@@ -485,31 +509,32 @@ async def test_a_slow_sync_tool_blocks_neither_other_calls_nor_the_guard(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
     async with running(start_daemon, paths, project, CONCURRENT) as zot:
-        done: dict[str, float] = {}
-        t0 = time.monotonic()
+        # Two sync handlers that run until the test lets them go (not for a
+        # guessed while): whatever the machine's speed, the rest is answered
+        # while both are still running.
+        gate = paths.home / "gate"
+        gate.mkdir()
+        done: list[str] = []
 
         async def slow(key: str) -> None:
-            assert text_of(await zot.call_tool("slow", {"seconds": 1.0})) == "slow done"
-            done[key] = time.monotonic() - t0
+            args = {"gate": str(gate), "name": key}
+            assert text_of(await zot.call_tool("held", args)) == f"{key} released"
+            done.append(key)
 
-        async def others() -> None:
-            await trio.sleep(0.1)  # the slow calls are under way
-            assert text_of(await zot.call_tool("where_sync")).startswith("sdk-concurrent")
-            done["tool"] = time.monotonic() - t0
-            assert (await zot.intercept("bash", {"command": "ls"})).block
-            done["intercept"] = time.monotonic() - t0
-            assert text_of(await zot.call_tool("where_async")) == "MainThread"
-            done["async tool"] = time.monotonic() - t0
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(slow, "slow 1")
-            nursery.start_soon(slow, "slow 2")
-            nursery.start_soon(others)
-        assert done["slow 1"] >= 1.0 and done["slow 2"] >= 1.0
-        # The two slow ones ran side by side (threads), not one after the other.
-        assert max(done["slow 1"], done["slow 2"]) < 1.7, done
-        # Everything else was answered well before them.
-        assert max(done["tool"], done["intercept"], done["async tool"]) < 0.6, done
+        with trio.fail_after(30):  # a hang guard
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow, "slow 1")
+                nursery.start_soon(slow, "slow 2")
+                # Side by side (threads), not one after the other: both have
+                # started, and neither has ended.
+                while not all((gate / f"slow {i}.started").exists() for i in (1, 2)):
+                    await trio.sleep(0.01)
+                assert text_of(await zot.call_tool("where_sync")).startswith("sdk-concurrent")
+                assert (await zot.intercept("bash", {"command": "ls"})).block
+                assert text_of(await zot.call_tool("where_async")) == "MainThread"
+                assert done == []
+                (gate / "release").touch()
+        assert sorted(done) == ["slow 1", "slow 2"]
 
 
 async def test_replies_never_interleave(
@@ -526,13 +551,13 @@ async def test_replies_never_interleave(
         async def call(char: str) -> None:
             results[char] = text_of(await zot.call_tool("big", {"char": char, "size": size}))
 
-        with trio.fail_after(5):
+        with trio.fail_after(30):  # a hang guard
             async with trio.open_nursery() as nursery:
                 for char in chars:
                     nursery.start_soon(call, char)
         assert results == {char: char * size for char in chars}
         notes = []
-        with trio.move_on_after(2):
+        with trio.fail_after(30):  # a hang guard: until all of them are in
             async for frame in zot.notifications():
                 if isinstance(frame, NotifyPush):
                     notes.append(frame.message)
@@ -617,7 +642,7 @@ async def test_notify_reaches_a_subscribed_client(
         assert (await zot.invoke_command("announce", "the release")).action == "noop"
         assert (await zot.invoke_command("/warn", "wet floor")).action == "noop"
         notes = []
-        with trio.fail_after(2):
+        with trio.fail_after(30):  # a hang guard
             async for frame in zot.notifications():
                 if isinstance(frame, NotifyPush):
                     notes.append(frame)
@@ -816,7 +841,7 @@ async def test_events_reach_the_observers(
     seen = paths.home / "data" / "sdk-events" / "events.jsonl"
 
     async def lines(count: int) -> list[dict[str, Any]]:
-        with trio.fail_after(2):
+        with trio.fail_after(30):  # a hang guard
             while True:
                 found = seen.read_text().splitlines() if seen.exists() else []
                 if len(found) >= count:
@@ -891,14 +916,13 @@ async def test_shutdown_is_acknowledged_and_the_extension_exits_at_once(
         assert text_of(await zot.call_tool("work")) == "done"
         (ext,) = await zot.list_extensions()
         assert ext.state == "ready" and ext.pid is not None
-    asked = time.monotonic()
     daemon.request_shutdown()
-    log = await wait_for_exit_note(paths.extension_log(name), limit=5)
-    took = time.monotonic() - asked
+    log = await wait_for_exit_note(paths.extension_log(name), limit=30)
     assert f"extension {name}: shutdown_ack" in caplog.messages
     assert "exited with code 0" in log
+    # Inside FAST.shutdown_timeout (1 s), after which zotd would say so and send
+    # SIGTERM: the daemon's own clock is the judge, not a bound of the test's.
     assert "did not exit after shutdown" not in log and "SIGTERM" not in log
-    assert took < 0.8  # well inside FAST.shutdown_timeout (1 s), after which SIGTERM comes
 
 
 async def test_shutdown_does_not_wait_for_a_running_sync_handler(
@@ -920,6 +944,7 @@ async def test_shutdown_does_not_wait_for_a_running_sync_handler(
 
         @ext.tool()
         def slow(seconds: float) -> str:
+            ext.notify("slow is running")
             time.sleep(seconds)
             return "done"
 
@@ -928,6 +953,7 @@ async def test_shutdown_does_not_wait_for_a_running_sync_handler(
         """,
     )
     async with connect(paths.socket, cwd=project) as zot:
+        await zot.subscribe()
         failure: list[str] = []
 
         async def call() -> None:
@@ -938,14 +964,15 @@ async def test_shutdown_does_not_wait_for_a_running_sync_handler(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(call)
-            await trio.sleep(0.2)  # the handler is running
-            asked = time.monotonic()
+            with trio.fail_after(30):  # a hang guard: until the handler is running
+                async for frame in zot.notifications():
+                    if isinstance(frame, NotifyPush) and frame.message == "slow is running":
+                        break
             daemon.request_shutdown()
-            log = await wait_for_exit_note(paths.extension_log(name), limit=5)
-            took = time.monotonic() - asked
+            log = await wait_for_exit_note(paths.extension_log(name), limit=30)
     assert failure == ["shutting_down"]
+    # Within FAST.shutdown_timeout, by the daemon's own clock (see above).
     assert "did not exit after shutdown" not in log, log
-    assert took < 0.8
 
 
 def test_end_of_input_finishes_the_requests_first(short_tmp: Path) -> None:
@@ -1114,7 +1141,7 @@ NEWER = """
         for i in range(n):
             ext.progress(f"chunk {i + 1}", i + 1, n)
             import time
-            time.sleep(0.06)  # past the SDK's merging interval
+            time.sleep(0.2)  # well past the SDK's merging interval (0.05 s), on a busy machine too
         return "crunched"
 
 
@@ -1173,7 +1200,7 @@ async def test_what_goes_beyond_the_reference_works_through_the_daemon(
             await zot.call_tool("wait", {}, timeout_s=0.3)
         assert err.value.code == "timeout"
         marker = paths.home / "data" / "sdk-newer" / "cancelled"
-        with trio.fail_after(5):
+        with trio.fail_after(30):  # a hang guard
             while not marker.exists():
                 await trio.sleep(0.02)
 
@@ -1187,7 +1214,7 @@ async def test_what_goes_beyond_the_reference_works_through_the_daemon(
         await zot.panel_key("pick", "down")
         await zot.panel_key("pick", "enter")
         pushes = []
-        with trio.fail_after(5):
+        with trio.fail_after(30):  # a hang guard
             async for frame in zot.notifications():
                 pushes.append(frame)
                 if len(pushes) == 2:
