@@ -21,8 +21,9 @@ from zotd import session as session_module
 from zotd.config import Config
 from zotd.paths import Paths
 
-#: How long any single reply may take in these tests.
-REPLY_TIMEOUT = 5.0
+#: How long any single reply may take in these tests: a hang guard, generous
+#: for a slow or busy machine (a `hello` waits for extensions to start).
+REPLY_TIMEOUT = 30.0
 
 FAST_ECHO = Path(__file__).parent / "extensions" / "fast_echo.py"
 
@@ -511,7 +512,7 @@ async def test_pipelined_requests_each_get_one_reply_fast_ones_first(
     async with raw(paths) as c:
         frames: list[dict[str, Any]] = [
             {"id": 0, "type": "hello", "protocol_version": 1, "cwd": str(project)},
-            {"id": 1, "type": "call_tool", "name": "slow", "args": {"seconds": 0.5}},
+            {"id": 1, "type": "call_tool", "name": "slow", "args": {"seconds": 1.0}},
         ]
         frames += [
             {"id": i, "type": "call_tool", "name": "echo", "args": {"n": i}} for i in range(2, 21)
@@ -527,10 +528,10 @@ async def test_pipelined_requests_each_get_one_reply_fast_ones_first(
             replies[reply["id"]] = reply
             arrival.append((reply["id"], trio.current_time() - start))
         assert sorted(replies) == list(range(1, 21))
-        # The slow call comes last, and none of the fast ones waited for it.
-        assert arrival[-1][0] == 1
-        assert arrival[-1][1] >= 0.5
-        assert all(t < 0.45 for rid, t in arrival if rid != 1), arrival
+        # The slow call comes last: none of the fast ones waited for it (the
+        # order says so; how soon they came depends on the machine).
+        assert arrival[-1][0] == 1, arrival
+        assert arrival[-1][1] >= 1.0
         for i in range(2, 21):
             assert replies[i] == ok(
                 i,
@@ -593,13 +594,16 @@ async def test_calls_of_a_client_that_is_gone_are_withdrawn(
     async with raw(paths) as leaver:
         await leaver.hello(project)
         await leaver.send(
-            {"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 0.1}},
+            {"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 0.5}},
             {"id": 3, "type": "call_tool", "name": "slow", "args": {"seconds": 30}},
         )
-        await trio.sleep(0.05)
+        with trio.fail_after(REPLY_TIMEOUT):  # until both calls are in flight
+            while daemon.in_flight < 2:
+                await trio.sleep(0.01)
     # The first reply cannot be written: the session ends, and the 30 s call
-    # is withdrawn at once instead of counting against `busy` until it ends.
-    with trio.fail_after(REPLY_TIMEOUT):
+    # is withdrawn at once instead of counting against `busy` until it ends
+    # (or until its deadline: the bound here is well inside it).
+    with trio.fail_after(FAST.tool_timeout / 2):
         while daemon.sessions or daemon.in_flight:
             await trio.sleep(0.02)
 
@@ -614,28 +618,38 @@ async def test_client_disconnecting_mid_call_does_not_disturb_others(
         async with raw(paths) as leaver:
             await leaver.hello(project)
             await leaver.send(
-                {"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 0.3}}
+                {"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 0.5}}
             )
             await other.send(
                 {"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 0.5}}
             )
-            await trio.sleep(0.1)
+            with trio.fail_after(REPLY_TIMEOUT):  # until both calls are in flight
+                while daemon.in_flight < 2:
+                    await trio.sleep(0.01)
         # The leaver is gone while its call runs; its reply has nowhere to go.
         await other.send({"id": 3, "type": "call_tool", "name": "echo", "args": {"a": 1}})
-        assert await other.recv() == ok(
-            3,
-            "call_tool",
-            {
-                "extension": "t",
-                "content": [{"type": "text", "text": '{"a": 1}'}],
-                "is_error": False,
-            },
-        )
-        assert await other.recv() == ok(
-            2,
-            "call_tool",
-            {"extension": "t", "content": [{"type": "text", "text": "slept"}], "is_error": False},
-        )
+        # (In whichever order they come: that depends on the machine's speed.)
+        replies = {reply["id"]: reply for reply in [await other.recv(), await other.recv()]}
+        assert replies == {
+            3: ok(
+                3,
+                "call_tool",
+                {
+                    "extension": "t",
+                    "content": [{"type": "text", "text": '{"a": 1}'}],
+                    "is_error": False,
+                },
+            ),
+            2: ok(
+                2,
+                "call_tool",
+                {
+                    "extension": "t",
+                    "content": [{"type": "text", "text": "slept"}],
+                    "is_error": False,
+                },
+            ),
+        }
         with trio.fail_after(REPLY_TIMEOUT):
             while len(daemon.sessions) > 1:
                 await trio.sleep(0.02)
@@ -668,11 +682,12 @@ async def test_client_that_does_not_read_does_not_disturb_others(
                         raise AssertionError("the daemon read every request of a hog")
 
                 writing = await nursery.start(hog_writes)
+                # Answered while the hog still writes (its send never ends);
+                # how soon depends on the machine: REPLY_TIMEOUT guards a hang.
                 for i in range(10):
-                    with trio.fail_after(1):
-                        assert await other.request({"id": i, "type": "ping"}) == ok(
-                            i, "ping", {"pong": True}
-                        )
+                    assert await other.request({"id": i, "type": "ping"}) == ok(
+                        i, "ping", {"pong": True}
+                    )
                 await trio.sleep(1.0)
                 writing.cancel()
         # The hog hung up with replies unread; its session ends, the other goes on.
@@ -789,12 +804,14 @@ async def test_requests_during_shutdown_get_shutting_down(
     # shutdown_timeout + kill_timeout (1.5 s), a window in which the
     # connections are still served.
     add_extension(paths.extensions_dir, "stubborn", "--ignore-shutdown", "--tools", "slow")
-    await start_daemon()
+    daemon = await start_daemon()
     async with raw(paths) as agent, raw(paths) as late, raw(paths) as op:
         await agent.hello(project)
         await agent.send({"id": 2, "type": "call_tool", "name": "slow", "args": {"seconds": 30}})
         await op.hello(None, attach=False)
-        await trio.sleep(0.1)
+        with trio.fail_after(REPLY_TIMEOUT):  # until the call is in flight
+            while daemon.in_flight < 1:
+                await trio.sleep(0.01)
         assert await op.request({"id": 3, "type": "shutdown"}) == ok(3, "shutdown", {})
         # Already attached: new work is refused, ping still answers.
         assert await agent.request({"id": 4, "type": "list_tools"}) == failed(
@@ -848,12 +865,14 @@ async def test_busy_past_the_daemon_limit(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
     add_extension(paths.extensions_dir, "s", "--tools", "slow")
-    await start_daemon(Config(ready_idle=0.1, max_requests=3))
+    daemon = await start_daemon(Config(ready_idle=0.1, max_requests=3))
     async with raw(paths) as a, raw(paths) as b:
         await a.hello(project)
         await b.hello(project)
         await a.send(slow_call(1), slow_call(2))
-        await trio.sleep(0.1)
+        with trio.fail_after(REPLY_TIMEOUT):  # until a's two are in flight (1 s each)
+            while daemon.in_flight < 2:
+                await trio.sleep(0.01)
         await b.send(slow_call(3), slow_call(4))
         _, _, code = error_of(await b.recv())
         assert code == "busy"
