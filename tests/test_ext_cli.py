@@ -305,6 +305,8 @@ def test_list_with_a_daemon(cli: Cli) -> None:
     assert res.stderr == (
         f"bad cannot start (exec './nope' not found: no file {bad}/nope); "
         "fix it, then run `zot ext reload bad`\n"
+        f"(this is {cli.project}'s workspace; each workspace runs its own copy of every "
+        "global extension: 1 workspace(s), 2 extension process(es) in all)\n"
     )
 
     assert found["ex"]["scope"] == "explicit"
