@@ -29,8 +29,9 @@ from zotd.cli.zotd_cli import app
 from zotd.listener import SocketError, adopt_unix_listener
 from zotd.paths import Paths
 
-#: Upper bound for the daemon to answer, and to stop.
-WAIT = 10.0
+#: Upper bound for the daemon to answer, and to stop: a hang guard, generous
+#: for a slow or busy machine.
+WAIT = 30.0
 
 SPEC = service.ServiceSpec(
     argv=("/opt/zot/bin/python", "-m", "zotd"),
