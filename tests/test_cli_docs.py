@@ -58,6 +58,7 @@ from zotd import __version__
 ROOT = Path(__file__).parent.parent
 BIN = Path(sys.executable).parent
 DOCS_WEATHER = Path(__file__).parent / "extensions" / "docs-weather"
+DOCS_SKY = Path(__file__).parent / "extensions" / "docs-sky"
 
 #: Longest a command of the pages may take (they take well under a second).
 COMMAND_TIMEOUT = 60.0
@@ -384,10 +385,11 @@ def build_common(session: Session) -> None:
 
 def build_cli(session: Session) -> None:
     """The setup docs/cli.md states: ~/src/weather (and the bare ~/src/weather.git),
-    ~/src/broken, hello-py installed globally and weather in ~/project."""
+    ~/src/sky, ~/src/broken, hello-py installed globally and weather in ~/project."""
     build_common(session)
     src = session.home / "src"
     shutil.copytree(DOCS_WEATHER, src / "weather")
+    shutil.copytree(DOCS_SKY, src / "sky")
     git("init", "-q", "-b", "main", cwd=src / "weather")
     git("add", ".", cwd=src / "weather")
     git(
