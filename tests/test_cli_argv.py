@@ -72,6 +72,19 @@ def test_zotd_says_what_is_wrong_with_the_order() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "typed", [["start", "-e", "a", "b"], ["-e", "a", "b"], ["--ext", "a", "b", "-e", "c"]]
+)
+def test_zotd_takes_one_directory_per_ext(typed: list[str]) -> None:
+    option = typed[1] if typed[0] == "start" else typed[0]
+    with pytest.raises(Misplaced) as err:
+        zotd_argv(typed)
+    assert (
+        str(err.value)
+        == f"zotd: {option} takes one directory: write `{option} a {option} b` for two"
+    )
+
+
 # --- as the programs run -----------------------------------------------------------------
 
 

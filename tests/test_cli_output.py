@@ -373,8 +373,8 @@ def test_hidden_names_and_guards_are_shown(cli: Cli) -> None:
     assert "on turn_end, guards tool_call" in provides["guard"]
     assert f"{hidden}: echo is hidden: " in listed.stderr
     assert re.search(
-        r"^\(this is \S+'s workspace; each workspace runs its own copy of every global "
-        r"extension: 1 workspace\(s\), 3 extension process\(es\) in all\)$",
+        r"^\(this is \S+'s workspace; each workspace runs its own copy of every "
+        r"extension it sees: 1 workspace\(s\), 3 extension process\(es\) in all\)$",
         listed.stderr,
         re.M,
     ), listed.stderr
@@ -409,3 +409,58 @@ def test_a_manifest_key_misspelt_is_a_warning_in_the_list(cli: Cli, running: boo
     )
     state = "ready" if running else "stopped"
     assert listed.stdout.splitlines()[1].split()[:5] == ["typo", "0.0.1", "global", "yes", state]
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["offline", "live"])
+def test_disable_then_enable_keeps_a_trusted_project_extension_trusted(
+    cli: Cli, running: bool
+) -> None:
+    add_extension(cli.project / ".zot" / "extensions", "pj", "--tools", "echo")
+    assert cli.zot("ext", "trust", "--no-start").returncode == 0
+    if running:
+        cli.start()
+    assert cli.zot("ext", "disable", "pj", "--no-start").returncode == 0
+    enabled = cli.zot("ext", "enable", "pj", "--no-start")
+    assert enabled.returncode == 0, enabled
+    if not running:
+        cli.start()
+    assert cli.extensions()["pj"].state == "ready"
+
+
+def test_enable_that_leaves_it_not_running_exits_1(cli: Cli) -> None:
+    broken = cli.home / "extensions" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "extension.json").write_text(
+        '{"name": "broken", "exec": "./missing", "enabled": false}'
+    )
+    cli.start()
+    res = cli.zot("ext", "enable", "broken")
+    assert res.returncode == 1, res
+    assert res.stdout.startswith("enabled broken: failed: broken cannot start"), res.stdout
+
+
+def test_installed_disabled_as_its_manifest_says_is_a_success(cli: Cli) -> None:
+    source = add_extension(cli.tmp / "src", "off", "--tools", "echo", manifest={"enabled": False})
+    cli.start()
+    res = cli.zot("ext", "install", str(source))
+    assert res.returncode == 0, res
+    assert res.stdout.startswith("installed off (global) in "), res.stdout
+
+
+def test_a_daemon_that_cannot_start_shows_its_own_log_lines_only(cli: Cli) -> None:
+    log = cli.home / "logs" / "zotd.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("an older daemon's line\n" * 3)
+    cli.socket.parent.mkdir(parents=True)
+    cli.socket.write_text("not a socket")  # so the daemon refuses to start
+    env = {k: v for k, v in cli.env.items() if k != "ZOTD_NO_AUTOSTART"}
+    res = subprocess.run(
+        [str(ZOT), "tools"], cwd=cli.project, env=env, capture_output=True, text=True, timeout=30
+    )
+    assert res.returncode == 1, res
+    assert "is not a socket" in res.stderr
+    assert "older daemon" not in res.stderr
+    started = cli.zotd("start")
+    assert started.returncode == 1, started
+    assert "is not a socket" in started.stderr
+    assert "older daemon" not in started.stderr

@@ -306,7 +306,7 @@ def test_list_with_a_daemon(cli: Cli) -> None:
         f"bad cannot start (exec './nope' not found: no file {bad}/nope); "
         "fix it, then run `zot ext reload bad`\n"
         f"(this is {cli.project}'s workspace; each workspace runs its own copy of every "
-        "global extension: 1 workspace(s), 2 extension process(es) in all)\n"
+        "extension it sees: 1 workspace(s), 2 extension process(es) in all)\n"
     )
 
     assert found["ex"]["scope"] == "explicit"
@@ -652,12 +652,33 @@ def test_remove_asks_in_a_terminal(cli: Cli, running: bool, answer: str) -> None
             assert infos(cli)["wx"]["pid"] == pid
 
 
+#: The number of read(2) by machine, for :func:`reading_stdin`.
+READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
+
+
+def reading_stdin(pid: int) -> bool:
+    """Whether process ``pid`` waits in read(2) on its stdin (True where that
+    cannot be told: then there is nothing to wait for)."""
+    number = READ_SYSCALL.get(os.uname().machine)
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return True
+    if number is None or not fields or fields[0] == "running":
+        return number is None
+    return fields[0] == str(number) and int(fields[1], 16) == 0
+
+
 def answer_in_terminal(cli: Cli, keys: bytes | None) -> tuple[int, str]:
     """``zot ext remove wx`` in a terminal; types ``keys`` at the prompt (else Ctrl+C)."""
     proc, master = in_terminal(cli, [str(ZOT), "ext", "remove", "wx"])
     try:
         shown = read_until(master, "[y/N] ")
         if keys is None:
+            # A signal between the prompt and the read would only set Python's
+            # flag, and the read would then wait for a key: send it once the
+            # process waits in its read.
+            wait_until(lambda: reading_stdin(proc.pid), WAIT, "zot to read its stdin")
             proc.send_signal(signal.SIGINT)
         else:
             os.write(master, keys)

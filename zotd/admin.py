@@ -132,8 +132,14 @@ async def set_enabled(daemon: Daemon, ws: Workspace, name: str, enabled: bool) -
     """Rewrites ``enabled`` in the manifest and starts or stops the extension."""
     found = _lookup(ws, name)
     _refuse_explicit(found)
+    change = partial(manage.set_enabled, found, enabled)
     try:
-        await trio.to_thread.run_sync(manage.set_enabled, found, enabled)
+        if found.scope == Scope.PROJECT:
+            await trio.to_thread.run_sync(
+                trust.keep_trust, daemon.paths.home, ws.root, found, change
+            )
+        else:
+            await trio.to_thread.run_sync(change)
     except manage.ManageError as exc:
         raise _refused(exc) from None
     await _refresh(_affected(daemon, found), [name])

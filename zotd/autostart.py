@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from .logfiles import tail
+from .logfiles import size_of, tail
 from .paths import Paths
 
 #: How long a started daemon may take to answer.
@@ -91,6 +91,7 @@ async def _try_connect(socket: Path) -> anyio.abc.UNIXSocketStream | None:
 
 async def _spawn_and_connect(socket: Path, deadline: float) -> anyio.abc.UNIXSocketStream:
     log = Paths.from_env(socket=socket).daemon_log
+    begins = size_of(log)  # the log is shared: report only what this daemon writes
     try:
         process = spawn(socket, log)
     except OSError as exc:
@@ -102,7 +103,7 @@ async def _spawn_and_connect(socket: Path, deadline: float) -> anyio.abc.UNIXSoc
         if stream is not None:
             return stream
         if process.poll() is not None:
-            lines = "\n".join("  " + line for line in tail(log, 5))
+            lines = "\n".join("  " + line for line in tail(log, 5, since=begins))
             raise StartError(f"zotd exited with code {process.returncode} at start:\n{lines}")
         if time.monotonic() > deadline:
             raise StartError(f"zotd (pid {process.pid}) did not answer in time; see {log}")

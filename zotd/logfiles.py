@@ -60,8 +60,9 @@ def rotate_if_big(path: Path, max_bytes: int, keep: int = KEEP) -> bool:
     return True
 
 
-def tail(path: Path, lines: int) -> list[str]:
-    """The last ``lines`` lines of a text file (empty if it cannot be read).
+def tail(path: Path, lines: int, since: int = 0) -> list[str]:
+    """The last ``lines`` lines of a text file (empty if it cannot be read),
+    of what lies past offset ``since`` (what one writer appended, say).
 
     Reads only the end of the file (about 256 bytes a line, 8 KiB at least).
     """
@@ -70,8 +71,16 @@ def tail(path: Path, lines: int) -> list[str]:
         with path.open("rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
-            f.seek(max(0, size - budget))
+            f.seek(max(0, since if since <= size else 0, size - budget))
             data = f.read()
     except OSError:
         return []
     return data.decode("utf-8", "replace").splitlines()[-lines:]
+
+
+def size_of(path: Path) -> int:
+    """The size of a file, 0 if there is none: where the next writer's lines begin."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

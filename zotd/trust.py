@@ -20,6 +20,7 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from .manifest import MANIFEST, Found
@@ -92,6 +93,17 @@ def trust(home: Path, workspace: Path, found: list[Found]) -> list[str]:
             out.write("\n")
         os.replace(tmp, home / TRUST_FILE)
     return [ext.name for ext in found]
+
+
+def keep_trust(home: Path, workspace: Path, found: Found, change: Callable[[], None]) -> None:
+    """Runs ``change()``, the user's own edit of ``found``'s manifest (``zot ext
+    enable``/``disable``), and keeps ``found`` trusted in ``workspace`` if it was:
+    what the user writes, the user trusts."""
+    store = load(home)
+    was = store.get(str(workspace), {}).get(found.name) == fingerprint(found)
+    change()
+    if was:
+        trust(home, workspace, [found])
 
 
 _writing = threading.Lock()

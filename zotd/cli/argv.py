@@ -81,7 +81,8 @@ def zotd_argv(argv: Sequence[str]) -> list[str]:
     """``zotd``'s arguments with leading ``--socket``/``--config`` moved after the command.
 
     Raises:
-        Misplaced: ``--ext``/``--log-level`` before ``start``, ``stop`` ... .
+        Misplaced: ``--ext``/``--log-level`` before ``start``, ``stop`` ...;
+            ``-e a b`` (one directory per ``--ext``).
     """
     tokens = list(argv)
     lead: list[str] = []
@@ -106,6 +107,7 @@ def zotd_argv(argv: Sequence[str]) -> list[str]:
             lead.append(tokens[i + 1])
             i += 1
         i += 1
+    _one_dir_per_ext(tokens)
     rest = tokens[i:]
     if not rest or rest[0] not in ZOTD_COMMANDS:
         return tokens  # the daemon itself: every option is its own
@@ -118,3 +120,15 @@ def zotd_argv(argv: Sequence[str]) -> list[str]:
             hint = f"it applies to the daemon itself (`zotd {option} ...`) or `zotd start {option} ...`"
         raise Misplaced(f"zotd: {option} before `{command}`: {hint}")
     return [command, *lead, *rest[1:]]
+
+
+def _one_dir_per_ext(tokens: Sequence[str]) -> None:
+    """Refuses ``-e a b``: each ``--ext`` takes one directory."""
+    for i, token in enumerate(tokens[:-2]):
+        if token in ("--ext", "-e"):
+            after = tokens[i + 2]
+            if not after.startswith("-") and after not in ZOTD_COMMANDS:
+                raise Misplaced(
+                    f"zotd: {token} takes one directory: write `{token} {tokens[i + 1]} "
+                    f"{token} {after}` for two"
+                )

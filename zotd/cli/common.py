@@ -30,7 +30,7 @@ class Where:
     """Options that say which daemon to talk to."""
 
     socket: Path | None = None
-    """The daemon's socket [default: $ZOTD_SOCKET, else zotd.sock in the user runtime dir]."""
+    """The daemon's socket [default: $ZOTD_SOCKET, else socket in zotd.toml (relative to its directory), else zotd.sock in the user runtime dir]."""
 
     config: Path | None = None
     """The config file [default: $ZOTD_CONFIG, else zotd.toml in the user config dir]."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from cyclopts import App
@@ -23,7 +24,7 @@ from .local import find_local, local, workspace_of
 
 app = App(
     name="ext",
-    help="Manage extensions: list, install, remove, enable, disable, reload, logs.",
+    help="Manage extensions: list, install, remove, enable, disable, reload, trust, logs.",
 )
 
 OFFLINE = "zotd is not running; this applies when it next starts"
@@ -37,7 +38,7 @@ def list_(*, opts: Options | None = None, where: Where | None = None) -> int:
     restarts and reloads), what it provides (commands, tools, names another
     holds, events it follows and guards), and directory, by name. Works
     without a running daemon (no live state then). Each workspace runs its
-    own copy of every global extension.
+    own copy of every extension it sees.
     """
     o = opts or Options()
 
@@ -70,7 +71,8 @@ def install(
 
     It lands in $ZOT_HOME/extensions/NAME/, or with --project in
     ./.zot/extensions/NAME/, where NAME is the name in its extension.json.
-    A running daemon starts it at once.
+    A running daemon starts it at once. A relative path is the current
+    directory's. Exits 1 if it then cannot start, or may not (untrusted).
 
     Args:
         source: A directory holding extension.json, a git URL (https://, ssh://,
@@ -96,7 +98,9 @@ def install(
             else:
                 state = describe(ext)
             print(f"installed {res.name} ({res.scope}) in {res.dir}: {state}")
-        return 1 if ext is not None and ext.dir == res.dir and not working(ext) else 0
+        # Installed disabled (its manifest says so) is as asked.
+        asked = ext is not None and ext.dir == res.dir and ext.state != "disabled"
+        return 1 if asked and ext is not None and not working(ext) else 0
 
     def offline() -> int:
         paths, _ = settings(where)
@@ -125,8 +129,8 @@ def copies_note(st: ap.StatusData, here: Path) -> str:
     """Says that global extensions run once per workspace, and how many processes that is."""
     processes = sum(ws.processes for ws in st.workspaces)
     return (
-        f"(this is {here}'s workspace; each workspace runs its own copy of every global "
-        f"extension: {len(st.workspaces)} workspace(s), {processes} extension process(es) in all)"
+        f"(this is {here}'s workspace; each workspace runs its own copy of every "
+        f"extension it sees: {len(st.workspaces)} workspace(s), {processes} extension process(es) in all)"
     )
 
 
@@ -216,12 +220,18 @@ def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | 
                 print(f"{verb} {name}: stopped")
             else:
                 print(f"{verb} {name}: {describe(ext)}")
-        return 0
+        ext = res.extension
+        return 1 if enabled and ext is not None and not working(ext) else 0
 
     def offline() -> int:
         found = find_local(o, where, name)
+        change = partial(manage.set_enabled, found, enabled)
         try:
-            manage.set_enabled(found, enabled)
+            if found.scope == "project":
+                paths, _ = settings(where)
+                trust.keep_trust(paths.home, workspace_of(o), found, change)
+            else:
+                change()
         except manage.ManageError as exc:
             die(f"zot: {exc}")
         if o.json:

@@ -41,6 +41,8 @@ from .output import Progress
 
 app = App(
     name="zot",
+    # Flags are switched on, never off: no --no-json, no --no-no-start.
+    default_parameter=Parameter(negative=()),
     help="Talk to zotd: run extension commands, call tools, follow events, manage extensions.",
     version=__version__,
 )

@@ -23,7 +23,7 @@ from ..client import Client, NotRunning, ZotdError, connect
 from ..config import Config
 from ..daemon import Daemon
 from ..listener import AlreadyRunning, SocketError
-from ..logfiles import tail
+from ..logfiles import size_of, tail
 from ..paths import Paths
 from ..protocol import agent as ap
 from .argv import zotd_argv
@@ -32,6 +32,8 @@ from .output import duration
 
 app = App(
     name="zotd",
+    # Flags are switched on, never off: no --no-json, no --no-no-start.
+    default_parameter=Parameter(negative=()),
     help="The zot extension host: runs extensions and serves agents on a Unix socket.",
     version=__version__,
 )
@@ -59,8 +61,9 @@ def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
     """Run the daemon in the foreground until SIGTERM or Ctrl+C.
 
     Args:
-        ext: An extension directory to load for this run only (repeatable);
-            it wins over an installed extension of the same name.
+        ext: An extension directory to load for this run only; repeat the
+            option for several (-e a -e b). It wins over an installed
+            extension of the same name.
         log_level: debug, info, warning or error [default: from the config, else info].
     """
     paths, config = settings(where, "zotd")
@@ -142,7 +145,8 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
     Its output goes to $ZOT_HOME/logs/zotd.log.
 
     Args:
-        ext: An extension directory to load for this run only (repeatable).
+        ext: An extension directory to load for this run only; repeat the
+            option for several (-e a -e b).
         log_level: debug, info, warning or error.
     """
     paths, config = settings(where, "zotd")
@@ -158,11 +162,12 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
         extra += ["--ext", str(d)]
     if log_level:
         extra += ["--log-level", log_level]
+    begins = size_of(paths.daemon_log)  # the log is shared: show only this daemon's lines
     proc = autostart.spawn(paths.socket, paths.daemon_log, extra)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            lines = "\n".join("  " + line for line in tail(paths.daemon_log, 5))
+            lines = "\n".join("  " + line for line in tail(paths.daemon_log, 5, since=begins))
             die(f"zotd: the daemon exited with code {proc.returncode}:\n{lines}")
         found = _status_or_die(paths, config)
         if found is not None:
