@@ -464,3 +464,16 @@ def test_a_daemon_that_cannot_start_shows_its_own_log_lines_only(cli: Cli) -> No
     assert started.returncode == 1, started
     assert "is not a socket" in started.stderr
     assert "older daemon" not in started.stderr
+
+
+def test_reloading_one_that_stays_untrusted_is_no_restart(cli: Cli) -> None:
+    add_extension(cli.project / ".zot" / "extensions", "pj", "--tools", "echo")
+    add_extension(cli.home / "extensions", "wx", "--tools", "forecast")
+    cli.start()
+    untrusted = cli.zot("ext", "reload", "pj")
+    assert untrusted.returncode == 1, untrusted
+    assert "zot ext trust" in untrusted.stderr
+    assert cli.zot("ext", "reload", "wx").returncode == 0
+    listed = {i["name"]: i for i in json.loads(cli.zot("ext", "list", "--json").stdout)}
+    assert (listed["pj"]["state"], listed["pj"]["restarts"]) == ("untrusted", 0)
+    assert (listed["wx"]["state"], listed["wx"]["restarts"]) == ("ready", 1)

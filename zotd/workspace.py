@@ -245,7 +245,11 @@ class Workspace:
                 return None
             ext = self._start(found)  # in the old one's place in the listing
             if reload and old is not None:
-                ext.restarts = old.restarts + 1
+                # A reload that starts nothing (disabled, untrusted, broken) is no restart.
+                runs = not (found.error or found.untrusted) and (
+                    found.manifest is None or found.manifest.enabled
+                )
+                ext.restarts = old.restarts + (1 if runs else 0)
             await ext.settled.wait()
             return ext
 
