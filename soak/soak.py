@@ -63,7 +63,7 @@ import trio
 
 import zotd
 from zotd.client import Client, ZotdError
-from zotd.config import Config, ConfigError, load_config
+from zotd.model.config import Config, ConfigError, load_config
 from zotd.protocol import agent as ap
 from zotd.protocol import extension as ep
 

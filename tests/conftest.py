@@ -19,9 +19,9 @@ import pytest_timeout
 import trio
 from hypothesis import HealthCheck, settings
 
-from zotd.config import Config, RestartPolicy
-from zotd.daemon import Daemon
-from zotd.paths import Paths
+from zotd.model.config import Config, RestartPolicy
+from zotd.model.paths import Paths
+from zotd.runtime.daemon import Daemon
 
 # A shared 2-core machine makes timing-based checks flaky; what the property
 # tests check is correctness, not speed.

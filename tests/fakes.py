@@ -85,7 +85,7 @@ Behaviour = Callable[[FakeIO], Awaitable[None]]
 
 
 class FakeProcess:
-    """A :class:`zotd.process.Process` whose program is a coroutine."""
+    """A :class:`zotd.runtime.process.Process` whose program is a coroutine."""
 
     def __init__(self, pid: int, *, lockstep: bool = False, ignore_sigterm: bool = False) -> None:
         self.pid = pid
@@ -124,7 +124,7 @@ class FakeProcess:
 
 
 class FakeSpawner:
-    """A :class:`zotd.process.Spawner` that runs behaviours by extension name.
+    """A :class:`zotd.runtime.process.Spawner` that runs behaviours by extension name.
 
     The extension's name is read from its argv (``--name NAME``, as the
     manifests from ``tests.conftest.add_extension`` have it).

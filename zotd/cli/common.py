@@ -15,9 +15,9 @@ import msgspec
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import Client, NotRunning, ZotdError, connect
-from ..config import Config, ConfigError, load_config
-from ..paths import Paths
+from ..client.connection import Client, NotRunning, ZotdError, connect
+from ..model.config import Config, ConfigError, load_config
+from ..model.paths import Paths
 from .argv import Misplaced
 from .output import quiet_on_broken_pipe
 
@@ -169,7 +169,7 @@ def entry(app: App, prog: str, rewrite: Callable[[Sequence[str]], list[str]]) ->
             die(str(exc), code=2)
         announce = logging.StreamHandler(sys.stderr)
         announce.setFormatter(logging.Formatter(f"{prog}: %(message)s"))
-        started = logging.getLogger("zotd.autostart")
+        started = logging.getLogger("zotd.client.autostart")
         started.addHandler(announce)
         started.setLevel(logging.INFO)
         started.propagate = False

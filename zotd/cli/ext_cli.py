@@ -14,8 +14,8 @@ from pathlib import Path
 
 from cyclopts import App
 
-from .. import manage, trust
-from ..client import Client
+from ..client.connection import Client
+from ..model import manage, trust
 from ..protocol import agent as ap
 from . import ext_logs
 from .common import Options, Where, die, print_json, settings, with_client

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from .. import hints
-from ..manifest import Found
+from ..model import hints
+from ..model.manifest import Found
 from ..protocol import agent as ap
 from .common import print_json, table
 from .output import duration, styler

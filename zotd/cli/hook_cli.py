@@ -33,8 +33,8 @@ import msgspec
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import Client, ZotdError, connect
-from ..config import ConfigError
+from ..client.connection import Client, ZotdError, connect
+from ..model.config import ConfigError
 from ..protocol import agent as ap
 from .common import Where, die, print_json, resolve, run_async, token_for
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import manage, trust
-from ..manifest import Found
+from ..model import manage, trust
+from ..model.manifest import Found
 from .common import Options, Where, die, settings
 
 

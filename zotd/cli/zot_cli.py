@@ -20,7 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import Client, ZotdError
+from ..client.connection import Client, ZotdError
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
 from . import ext_cli, hook_cli
@@ -306,7 +306,7 @@ def mcp(
     """
     paths, config = settings(where)
     try:
-        from .. import mcp_bridge
+        from ..integrations import mcp_bridge
     except ImportError as exc:
         die(f"zot mcp: needs the mcp package (pip install 'zotd[mcp]'): {exc}")
 

@@ -18,14 +18,16 @@ import msgspec
 import trio
 from cyclopts import App, Parameter
 
-from .. import __version__, autostart, service
-from ..client import Client, NotRunning, ZotdError, connect
-from ..config import Config
-from ..daemon import Daemon
-from ..listener import AlreadyRunning, SocketError
-from ..logfiles import size_of, tail
-from ..paths import Paths
+from .. import __version__
+from ..client import autostart
+from ..client.connection import Client, NotRunning, ZotdError, connect
+from ..model import service
+from ..model.config import Config
+from ..model.logfiles import size_of, tail
+from ..model.paths import Paths
 from ..protocol import agent as ap
+from ..runtime.daemon import Daemon
+from ..runtime.listener import AlreadyRunning, SocketError
 from .argv import zotd_argv
 from .common import Where, die, entry, print_json, run_async, settings, token_for
 from .output import duration
@@ -266,7 +268,7 @@ def install_service(
 ) -> int:
     """Install zotd as a user service: systemd on Linux, launchd on macOS.
 
-    Writes the unit (~/.config/systemd/user/zotd.service, or
+    Writes the unit (~/.config/systemd/user/zotd.model.service, or
     ~/Library/LaunchAgents/dev.zot.zotd.plist) that runs this installation's
     zotd, and prints the commands that enable it. ZOT_HOME, ZOTD_SOCKET and
     ZOTD_CONFIG (or --socket / --config) are written into it when set.

@@ -1,0 +1,1 @@
+"""The zot and zotd commands as a user runs them (real processes where they must be)."""

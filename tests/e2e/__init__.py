@@ -1,0 +1,1 @@
+"""End to end: a real daemon, real extension processes, a real socket."""

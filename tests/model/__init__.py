@@ -1,0 +1,1 @@
+"""Model tests: plain synchronous code (config, manifests, registry, trust, ...)."""

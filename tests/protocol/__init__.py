@@ -1,0 +1,1 @@
+"""Sans-IO protocol tests: plain functions, no trio, no processes."""

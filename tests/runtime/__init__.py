@@ -1,0 +1,1 @@
+"""Runtime tests in process: trio, virtual time where there are deadlines."""

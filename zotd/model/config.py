@@ -1,0 +1,369 @@
+"""``zotd.toml``: the daemon's settings, decoded by msgspec.
+
+Every field is optional; an absent file means every default. Unknown keys
+and wrongly typed values are errors that name the field (an unknown key with
+the closest known one, a bad choice with the valid ones), so a typo never
+silently falls back to a default. A relative ``socket`` is taken relative to
+the file's own directory, so every process reads the same path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from ..protocol.lines import DEFAULT_MAX_LINE
+
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+NonNegSeconds = Annotated[float, msgspec.Meta(ge=0)]
+
+#: zot's own slash commands; an extension may not take these names.
+DEFAULT_RESERVED_COMMANDS = (
+    "help",
+    "clear",
+    "compact",
+    "model",
+    "login",
+    "logout",
+    "sessions",
+    "ext",
+    "reload-ext",
+    "exit",
+    "quit",
+)
+
+#: zot's built-in tools; always win over an extension's tool of the same name
+#: (reference, "register_tool").
+BUILTIN_TOOLS = ("read", "write", "edit", "bash", "skill")
+
+#: The values of ``log_level`` (any case).
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class RestartPolicy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """When and how fast a crashed extension is restarted (``[restart]``).
+
+    Like an Erlang/OTP supervisor: restarts back off exponentially, and more
+    than ``intensity`` restarts within ``window`` seconds means the
+    extension is broken: it is marked failed and left alone until reloaded.
+    """
+
+    #: ``on-failure`` (a non-zero exit or a signal), ``always`` (any exit zotd
+    #: did not ask for), or ``never``.
+    policy: Literal["on-failure", "always", "never"] = "on-failure"
+    #: Delay before the first restart; it doubles with each one in the window.
+    backoff_initial: NonNegSeconds = 0.5
+    #: The longest delay.
+    backoff_max: Seconds = 30.0
+    #: Restarts allowed within ``window``.
+    intensity: Annotated[int, msgspec.Meta(ge=1)] = 5
+    window: Seconds = 60.0
+
+
+class RestartOverride(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Per-extension changes to :class:`RestartPolicy`; unset keys inherit."""
+
+    policy: Literal["on-failure", "always", "never"] | None = None
+    backoff_initial: NonNegSeconds | None = None
+    backoff_max: Seconds | None = None
+    intensity: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    window: Seconds | None = None
+
+
+class ExtensionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Settings for one extension (``[extensions.<name>]``)."""
+
+    restart: RestartOverride | None = None
+    #: Where its verdicts count among the guards of an event (lower first);
+    #: overrides the manifest's ``priority``.
+    priority: int | None = None
+
+
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
+    """Daemon settings. Deadlines are in seconds."""
+
+    #: Wait for an extension to exit after ``shutdown`` (reference, "Lifecycle": 2 s).
+    shutdown_timeout: Seconds = 2.0
+    #: After SIGTERM, wait this long before SIGKILL (design brief: 1 s).
+    kill_timeout: Seconds = 1.0
+    #: The whole intercept decision (reference, "event_intercept_response": 5 s).
+    intercept_timeout: Seconds = 5.0
+    #: A tool call without its own ``timeout_s`` (reference, "tool_call": 60 s).
+    tool_timeout: Seconds = 60.0
+    #: A command invocation.
+    command_timeout: Seconds = 60.0
+    #: The agent's ``hello`` waits at most this long for extensions to be ready.
+    ready_grace: Seconds = 3.0
+    #: An extension that sent ``hello`` but no ``ready`` counts as ready once it
+    #: has registered nothing this long (the reference's quick start never sends
+    #: ``ready``; newer zot's SDK neither).
+    ready_idle: Seconds = 0.2
+    #: An extension that has not sent ``hello`` by then is stopped and marked failed.
+    hello_timeout: Seconds = 10.0
+    #: A workspace with no clients stops after this long.
+    idle_timeout: NonNegSeconds = 300.0
+    #: Longest frame accepted on any pipe or socket, in bytes.
+    max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE
+    #: Frames that may queue for one extension's stdin before senders wait.
+    extension_queue: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Run project-local extensions without asking for `zot ext trust` first.
+    trust_project_extensions: bool = False
+    #: An extension's log is rotated past this size (3 older copies are kept).
+    max_log_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 10 * 1024 * 1024
+    #: Requests one connection may have in flight; past it, ``busy``.
+    max_client_requests: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Requests all connections together may have in flight; past it, ``busy``.
+    max_requests: Annotated[int, msgspec.Meta(ge=1)] = 4096
+    #: Slash command names extensions may not register.
+    reserved_commands: list[str] = msgspec.field(
+        default_factory=lambda: list(DEFAULT_RESERVED_COMMANDS)
+    )
+    #: Socket path (else ``$ZOTD_SOCKET``, else the user runtime dir).
+    #: :func:`load_config` makes it absolute: ``~`` expanded, a relative path
+    #: taken relative to the config file's directory.
+    socket: str | None = None
+    #: If set, every agent must send it in ``hello``.
+    token: str | None = None
+    #: ``debug``, ``info``, ``warning`` or ``error``.
+    log_level: str = "info"
+    #: How crashed extensions are restarted.
+    restart: RestartPolicy = RestartPolicy()
+    #: Per-extension settings, by extension name.
+    extensions: dict[str, ExtensionSettings] = msgspec.field(default_factory=dict)
+
+    def priority_for(self, name: str, manifest_priority: int) -> int:
+        """Guard priority of extension ``name``: its ``[extensions.<name>]``
+        setting, else its manifest's."""
+        settings = self.extensions.get(name)
+        if settings is not None and settings.priority is not None:
+            return settings.priority
+        return manifest_priority
+
+    def restart_for(self, name: str) -> RestartPolicy:
+        """The restart policy of extension ``name``: ``[restart]`` with its overrides."""
+        settings = self.extensions.get(name)
+        override = settings.restart if settings is not None else None
+        if override is None:
+            return self.restart
+        changes = {
+            field: getattr(override, field)
+            for field in override.__struct_fields__
+            if getattr(override, field) is not None
+        }
+        return msgspec.structs.replace(self.restart, **changes)
+
+    @property
+    def stop_bound(self) -> float:
+        """Longest a graceful stop of any number of extensions may take.
+
+        Each extension gets ``shutdown_timeout``, then ``kill_timeout`` after
+        SIGTERM and again after SIGKILL; they are stopped in parallel. One
+        second more covers reaping and draining. Past it, callers cancel.
+        """
+        return self.shutdown_timeout + 2 * self.kill_timeout + 1.0
+
+    def __post_init__(self) -> None:
+        if self.log_level.lower() not in LOG_LEVELS:
+            raise ValueError(f"field `log_level`: {_choices(LOG_LEVELS, self.log_level)}")
+
+
+class ConfigError(Exception):
+    """The config file cannot be used; the message says where and why."""
+
+
+def resolve_socket(value: str, config_file: Path) -> Path:
+    """The absolute socket path that ``socket = value`` in ``config_file`` means.
+
+    ``~`` and ``~user`` are expanded; a relative path is relative to the
+    directory holding ``config_file`` (not to the current directory), so
+    every process that reads the file finds the same socket.
+
+    Raises:
+        ConfigError: ``~`` cannot be expanded (no home directory).
+    """
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError as exc:  # no $HOME, no such user
+        raise ConfigError(f"{config_file}: field `socket`: {exc}") from None
+    if not path.is_absolute():
+        path = config_file.absolute().parent / path
+    return path
+
+
+def load_config(path: Path) -> Config:
+    """Reads ``path``; a missing file gives the defaults.
+
+    A ``socket`` in the file comes back absolute (:func:`resolve_socket`).
+
+    Raises:
+        ConfigError: unreadable file, bad TOML, an unknown key or a bad value.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        config = msgspec.toml.decode(data, type=Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {_field_message(exc, data)}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    if config.socket:
+        config = msgspec.structs.replace(config, socket=str(resolve_socket(config.socket, path)))
+    return config
+
+
+# --- error messages -------------------------------------------------------------
+
+#: msgspec's "... - at `$.a.b[1]`" suffix.
+_AT = re.compile(r"^(?P<what>.*) - at `\$(?P<where>[^`]*)`$", re.DOTALL)
+_PART = re.compile(r"\.(?P<key>[^.\[]+)|\[(?P<index>\d+|\.\.\.)\]")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<key>.*)`$", re.DOTALL)
+_ENUM = re.compile(r"^Invalid enum value (?P<value>.*)$", re.DOTALL)
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+Part = str | int
+
+
+def _field_message(exc: msgspec.ValidationError, data: bytes) -> str:
+    """msgspec's message, said the way the file is written.
+
+    "Object contains unknown field `x` - at `$.restart`" becomes "unknown field
+    `restart.x`; did you mean `restart.window`?"; "Invalid enum value 'x' - at
+    `$.restart.policy`" lists the valid values; any other message gets
+    "field `a.b`: " in front instead of msgspec's ``$`` path. The key of a
+    ``[extensions.NAME]`` table, which msgspec leaves out, is found again.
+    """
+    what, parts = _split(str(exc))
+    if None in parts:
+        located = _locate(parts, data)
+        if located is not None:
+            what, parts = located
+    known = [p for p in parts if p is not None]
+    unknown = _UNKNOWN.match(what)
+    if unknown is not None:
+        return _unknown_message(known, unknown["key"])
+    enum = _ENUM.match(what)
+    if enum is not None:
+        choices = _literal_values(_type_at(known))
+        if choices:
+            return f"field `{_dotted(known)}`: {_choices(choices, enum['value'], quoted=True)}"
+    if not known:
+        return what  # a top-level message of __post_init__ names its field itself
+    return f"field `{_dotted(known)}`: {what}"
+
+
+def _split(text: str) -> tuple[str, list[Part | None]]:
+    """A msgspec message and its path (``None`` for a dict key it does not show)."""
+    match = _AT.match(text)
+    if match is None:
+        return text, []
+    parts: list[Part | None] = []
+    for m in _PART.finditer(match["where"]):
+        if m["key"] is not None:
+            parts.append(m["key"])
+        else:
+            parts.append(None if m["index"] == "..." else int(m["index"]))
+    return match["what"], parts
+
+
+def _locate(parts: list[Part | None], data: bytes) -> tuple[str, list[Part | None]] | None:
+    """Fills in the dict key msgspec shows as ``[...]`` (only ``extensions`` has
+    one): the first entry that fails on its own, and its own message."""
+    if parts[:2] != ["extensions", None]:
+        return None
+    try:
+        tables = tomllib.loads(data.decode()).get("extensions")
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(tables, dict):
+        return None
+    for name, table in tables.items():
+        try:
+            msgspec.convert(table, ExtensionSettings)
+        except msgspec.ValidationError as exc:
+            what, inner = _split(str(exc))
+            return what, ["extensions", name, *inner]
+    return None
+
+
+def _unknown_message(parts: list[Part], key: str) -> str:
+    names = _field_names(_type_at(parts))
+    where = [*parts, key]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if close:
+        return f"unknown field `{_dotted(where)}`; did you mean `{_dotted([*parts, close[0]])}`?"
+    if names:
+        return f"unknown field `{_dotted(where)}`; the known ones are {', '.join(names)}"
+    return f"unknown field `{_dotted(where)}`"
+
+
+def _choices(values: typing.Iterable[str], got: str, *, quoted: bool = False) -> str:
+    """ "must be one of a, b, c, not 'x'" (``got`` already in quotes if ``quoted``)."""
+    return f"must be one of {', '.join(values)}, not {got if quoted else repr(got)}"
+
+
+def _dotted(parts: typing.Sequence[Part]) -> str:
+    """``restart.policy``, ``extensions."my.ext".priority``, ``reserved_commands[1]``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            key = part if _BARE_KEY.match(part) else '"' + part.replace('"', '\\"') + '"'
+            out += f".{key}" if out else key
+    return out
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """The types a value of annotation ``tp`` may have (``Annotated`` and
+    ``| None`` taken apart)."""
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [t for arg in typing.get_args(tp) for t in _unwrap(arg) if t is not type(None)]
+    return [tp]
+
+
+def _type_at(parts: typing.Sequence[Part]) -> list[Any]:
+    """The possible types at a path into :class:`Config` (empty if it leads nowhere)."""
+    current: list[Any] = [Config]
+    for part in parts:
+        following: list[Any] = []
+        for tp in current:
+            origin = typing.get_origin(tp)
+            if isinstance(tp, type) and issubclass(tp, msgspec.Struct) and isinstance(part, str):
+                for field in msgspec.structs.fields(tp):
+                    if field.encode_name == part:
+                        following.extend(_unwrap(field.type))
+            elif origin is dict and isinstance(part, str):
+                following.extend(_unwrap(typing.get_args(tp)[1]))
+            elif origin is list and isinstance(part, int):
+                following.extend(_unwrap(typing.get_args(tp)[0]))
+        current = following
+    return current
+
+
+def _literal_values(candidates: list[Any]) -> list[str]:
+    return [
+        str(v) for tp in candidates if typing.get_origin(tp) is Literal for v in typing.get_args(tp)
+    ]
+
+
+def _field_names(candidates: list[Any]) -> list[str]:
+    return [
+        field.encode_name
+        for tp in candidates
+        if isinstance(tp, type) and issubclass(tp, msgspec.Struct)
+        for field in msgspec.structs.fields(tp)
+    ]

@@ -1,0 +1,221 @@
+"""A workspace's registry of slash commands and tools.
+
+First come, first served (reference, "Registration"): a name already held by
+a built-in or by an extension that registered it earlier stays with its
+holder, and the later registration is refused with a reason that ends up in
+the loser's log. The refused registrations are kept too (:class:`Shadow`),
+so that ``list_commands``, ``list_tools`` and ``list_extensions`` can show
+them.
+
+The registry also remembers, per extension, the names its latest process
+held (:meth:`Registry.begin` starts a new process's list, replaced at its
+first registration), also once it has stopped: so that a call to one of
+them can say that its extension is not running instead of that nobody
+offers it (see :mod:`zotd.model.hints`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ..protocol.agent import CommandInfo, Shadowed, ShadowedInfo, ToolInfo
+from ..protocol.jsonschema import Validator
+from .config import DEFAULT_RESERVED_COMMANDS
+
+
+@dataclass(slots=True)
+class Command:
+    """A registered slash command."""
+
+    name: str
+    description: str
+    extension: str
+
+
+@dataclass(slots=True)
+class Tool:
+    """A registered tool; ``schema`` is its JSON Schema, untouched."""
+
+    name: str
+    description: str
+    schema: msgspec.Raw
+    extension: str
+    _validator: Validator | None = field(default=None, repr=False)
+
+    def check_args(self, args: msgspec.Raw) -> str | None:
+        """Why ``args`` (a JSON object) do not fit the schema, or ``None`` if they do.
+
+        The schema is compiled on first use (only rewritten arguments are
+        checked: zotd passes a model's arguments on untouched, as the
+        reference says the extension validates them).
+        """
+        try:
+            if self._validator is None:
+                self._validator = Validator(msgspec.json.decode(self.schema))
+            return self._validator.check(msgspec.json.decode(args))
+        except (msgspec.DecodeError, RecursionError):
+            return None  # JSON nested past what can be read: not ours to refuse
+
+
+@dataclass(slots=True)
+class Shadow:
+    """A registration refused because the name was taken: by ``held_by``
+    (an extension, or ``zot`` for a built-in or reserved name)."""
+
+    kind: str  # "command" or "tool"
+    name: str
+    description: str
+    extension: str
+    held_by: str
+    reason: str
+
+
+#: Who holds the names zot keeps for itself, in a :class:`Shadow`.
+ZOT = "zot"
+
+
+class Registry:
+    """Commands and tools by name, each owned by one extension."""
+
+    def __init__(self, *, reserved_commands: Iterable[str], builtin_tools: Iterable[str]) -> None:
+        self.reserved_commands = frozenset(reserved_commands)
+        self.builtin_tools = frozenset(builtin_tools)
+        self.commands: dict[str, Command] = {}
+        self.tools: dict[str, Tool] = {}
+        #: Refused registrations by (kind, name, extension), in arrival order.
+        self.shadows: dict[tuple[str, str, str], Shadow] = {}
+        #: Per extension, the (kind, name) pairs its latest process held.
+        self.held: dict[str, set[tuple[str, str]]] = {}
+        self._fresh: set[str] = set()
+
+    def add_command(self, extension: str, name: str, description: str) -> str | None:
+        """Registers a command. Returns ``None``, or why it was shadowed."""
+        if name in self.reserved_commands:
+            why = (
+                "zot's built-in command"
+                if name in DEFAULT_RESERVED_COMMANDS
+                else "reserved (`reserved_commands` in zotd.toml)"
+            )
+            self._shadow("command", name, description, extension, ZOT, why)
+            return f"command /{name} is shadowed by zot's built-in /{name}"
+        held = self.commands.get(name)
+        if held is not None and held.extension != extension:
+            self._shadow("command", name, description, extension, held.extension, "")
+            return f"command /{name} is shadowed by extension {held.extension!r}, which registered it first"
+        self.commands[name] = Command(name, description, extension)
+        self._hold(extension, "command", name)
+        return None
+
+    def add_tool(
+        self, extension: str, name: str, description: str, schema: msgspec.Raw
+    ) -> str | None:
+        """Registers a tool. Returns ``None``, or why it was shadowed."""
+        if name in self.builtin_tools:
+            self._shadow("tool", name, description, extension, ZOT, "zot's built-in tool")
+            return f"tool {name!r} is shadowed by zot's built-in tool {name!r}"
+        held = self.tools.get(name)
+        if held is not None and held.extension != extension:
+            self._shadow("tool", name, description, extension, held.extension, "")
+            return f"tool {name!r} is shadowed by extension {held.extension!r}, which registered it first"
+        self.tools[name] = Tool(name, description, schema, extension)
+        self._hold(extension, "tool", name)
+        return None
+
+    def _shadow(
+        self, kind: str, name: str, description: str, extension: str, held_by: str, why: str
+    ) -> None:
+        reason = why or f"{held_by} registered it first"
+        self.shadows[(kind, name, extension)] = Shadow(
+            kind, name, description, extension, held_by, reason
+        )
+
+    def _hold(self, extension: str, kind: str, name: str) -> None:
+        self.shadows.pop((kind, name, extension), None)
+        if extension in self._fresh or extension not in self.held:
+            self._fresh.discard(extension)
+            self.held[extension] = set()
+        self.held[extension].add((kind, name))
+
+    def remove(self, extension: str) -> bool:
+        """Drops everything ``extension`` registered (the names it held are
+        still remembered). Returns whether anything went."""
+        before = len(self.commands) + len(self.tools)
+        self.commands = {k: v for k, v in self.commands.items() if v.extension != extension}
+        self.tools = {k: v for k, v in self.tools.items() if v.extension != extension}
+        self.shadows = {k: v for k, v in self.shadows.items() if v.extension != extension}
+        return before != len(self.commands) + len(self.tools)
+
+    def begin(self, extension: str) -> None:
+        """A new process of ``extension`` starts: its first registration
+        replaces the names remembered from the one before."""
+        self._fresh.add(extension)
+
+    def forget(self, extension: str) -> None:
+        """``extension`` is gone from the workspace: forget what it held."""
+        self.remove(extension)
+        self.held.pop(extension, None)
+        self._fresh.discard(extension)
+
+    def holds(self, kind: str, name: str) -> str | None:
+        """The extension holding command or tool ``name`` now, if any."""
+        entry = self.commands.get(name) if kind == "command" else self.tools.get(name)
+        return entry.extension if entry is not None else None
+
+    def last_held_by(self, kind: str, name: str) -> list[str]:
+        """The extensions whose latest process held ``name``, by name."""
+        return sorted(e for e, held in self.held.items() if (kind, name) in held)
+
+    def names(self, kind: str) -> set[str]:
+        """Every name of ``kind`` held now or remembered."""
+        now = self.commands if kind == "command" else self.tools
+        return set(now) | {n for held in self.held.values() for k, n in held if k == kind}
+
+    def is_builtin(self, kind: str, name: str) -> bool:
+        """Whether zot keeps ``name`` for itself."""
+        return name in (self.reserved_commands if kind == "command" else self.builtin_tools)
+
+    def commands_of(self, extension: str) -> list[CommandInfo]:
+        """The commands ``extension`` holds, as wire Structs, by name."""
+        return [c for c in self.command_infos() if c.extension == extension]
+
+    def tools_of(self, extension: str) -> list[ToolInfo]:
+        """The tools ``extension`` holds, as wire Structs, by name."""
+        return [t for t in self.tool_infos() if t.extension == extension]
+
+    def command_infos(self) -> list[CommandInfo]:
+        """Every command, by name."""
+        return [
+            CommandInfo(c.name, c.description, c.extension)
+            for _, c in sorted(self.commands.items())
+        ]
+
+    def tool_infos(self) -> list[ToolInfo]:
+        """Every tool, by name."""
+        return [
+            ToolInfo(t.name, t.description, t.schema, t.extension)
+            for _, t in sorted(self.tools.items())
+        ]
+
+    def shadowed(self, kind: str) -> list[ShadowedInfo]:
+        """The refused registrations of ``kind``, by name, then extension."""
+        return [
+            ShadowedInfo(s.name, s.description, s.extension, s.held_by, self._reason(s))
+            for s in sorted(self.shadows.values(), key=lambda s: (s.name, s.extension))
+            if s.kind == kind
+        ]
+
+    def shadowed_of(self, extension: str) -> list[Shadowed]:
+        """What ``extension`` registered and does not hold (``/cmd`` or ``tool``), by name."""
+        return [
+            Shadowed(f"/{s.name}" if s.kind == "command" else s.name, s.held_by, self._reason(s))
+            for s in sorted(self.shadows.values(), key=lambda s: (s.kind, s.name))
+            if s.extension == extension
+        ]
+
+    def _reason(self, shadow: Shadow) -> str:
+        if shadow.held_by == ZOT or self.holds(shadow.kind, shadow.name) is not None:
+            return shadow.reason
+        return f"{shadow.reason}; nobody holds it now: `zot ext reload {shadow.extension}` would take it"

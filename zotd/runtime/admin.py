@@ -1,0 +1,194 @@
+"""The ``ext_*`` requests: change what is installed, then apply it live.
+
+Each operation does its file work through :mod:`zotd.model.manage` in a worker
+thread (a copy or a clone may take a while; the daemon keeps serving), then
+refreshes the extension in every running workspace that sees it, in
+parallel, and answers once the caller's workspace has it ready.
+
+Names are resolved from the caller's workspace: its project-local
+extensions, the global ones and the daemon's ``--ext`` ones.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from ..model import hints, manage, trust
+from ..model.errors import RequestError
+from ..model.logfiles import tail
+from ..model.manifest import Found, Scope, project_dir
+from ..protocol import agent as ap
+from .extension import State
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+    from .workspace import Workspace
+
+Code = ap.ErrorCode
+
+#: States ``ext_trust`` starts an extension afresh from (its process is gone).
+_START_AGAIN = frozenset({State.UNTRUSTED, State.FAILED, State.EXITED, State.RESTARTING})
+
+#: Most log lines ``ext_logs`` returns.
+MAX_LOG_LINES = 10_000
+
+
+def _refused(exc: manage.ManageError) -> RequestError:
+    return RequestError(Code.BAD_REQUEST, str(exc))
+
+
+def _lookup(ws: Workspace, name: str) -> Found:
+    """The extension ``name`` as the workspace sees it (running or not).
+
+    Raises:
+        RequestError: ``not_found``, with the closest names (or all of them).
+    """
+    ext = ws.extensions.get(name)
+    if ext is not None:
+        return ext.found
+    found = ws.discover()  # on disk but not picked up yet (copied in by hand, say)
+    for f in found:
+        if f.name == name:
+            return f
+    known = {f.name for f in found} | set(ws.extensions)
+    raise RequestError(Code.NOT_FOUND, hints.unknown_extension(name, known))
+
+
+def _refuse_explicit(found: Found) -> None:
+    if found.scope == Scope.EXPLICIT:
+        raise RequestError(
+            Code.BAD_REQUEST,
+            f"{found.name!r} was loaded with --ext from {found.dir}; zotd leaves that "
+            "directory alone (it is not installed). Restart zotd without that --ext to drop it",
+        )
+
+
+def _affected(daemon: Daemon, found: Found) -> list[Workspace]:
+    """The running workspaces that can see ``found``."""
+    workspaces = [ws for ws in daemon.workspaces.values() if not ws.stopping]
+    if found.scope == Scope.PROJECT:
+        return [ws for ws in workspaces if project_dir(ws.root) == found.dir.parent]
+    return workspaces
+
+
+async def _refresh(
+    workspaces: Iterable[Workspace], names: Iterable[str], *, reload: bool = False
+) -> None:
+    async with trio.open_nursery() as nursery:
+        for ws in workspaces:
+            for name in names:
+                nursery.start_soon(partial(ws.refresh, name, reload=reload))
+
+
+def _change(ws: Workspace, found: Found) -> ap.ExtChangeData:
+    ext = ws.extensions.get(found.name)
+    info = ws.info_of(ext) if ext is not None else None
+    return ap.ExtChangeData(name=found.name, dir=str(found.dir), scope=found.scope, extension=info)
+
+
+async def install(daemon: Daemon, ws: Workspace, source: str, scope: str) -> ap.ExtChangeData:
+    """Installs ``source`` into ``scope`` and starts it wherever it is seen."""
+    if not (manage.is_git_source(source) or os.path.isabs(source)):
+        raise RequestError(
+            Code.BAD_REQUEST, f"`source` must be an absolute path or a git URL, not {source!r}"
+        )
+    try:
+        root = manage.scope_root(scope, workspace=ws.root, global_dir=daemon.paths.extensions_dir)
+        found = await trio.to_thread.run_sync(manage.install, source, root, scope)
+    except manage.ManageError as exc:
+        raise _refused(exc) from None
+    if found.scope == Scope.PROJECT:  # what the user installs, the user trusts
+        await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, [found])
+    await _refresh(_affected(daemon, found), [found.name])
+    return _change(ws, found)
+
+
+async def remove(daemon: Daemon, ws: Workspace, name: str) -> ap.ExtChangeData:
+    """Stops ``name`` everywhere it runs, deletes its directory, and starts
+    whatever it was hiding (a global one under a project one, say)."""
+    found = _lookup(ws, name)
+    _refuse_explicit(found)
+    affected = _affected(daemon, found)
+    async with trio.open_nursery() as nursery:
+        for w in affected:
+            nursery.start_soon(w.stop_extension, name)
+    try:
+        await trio.to_thread.run_sync(
+            partial(manage.remove, found, global_dir=daemon.paths.extensions_dir)
+        )
+    except manage.ManageError as exc:
+        raise _refused(exc) from None
+    await _refresh(affected, [name])
+    return _change(ws, found)
+
+
+async def set_enabled(daemon: Daemon, ws: Workspace, name: str, enabled: bool) -> ap.ExtChangeData:
+    """Rewrites ``enabled`` in the manifest and starts or stops the extension."""
+    found = _lookup(ws, name)
+    _refuse_explicit(found)
+    change = partial(manage.set_enabled, found, enabled)
+    try:
+        if found.scope == Scope.PROJECT:
+            await trio.to_thread.run_sync(
+                trust.keep_trust, daemon.paths.home, ws.root, found, change
+            )
+        else:
+            await trio.to_thread.run_sync(change)
+    except manage.ManageError as exc:
+        raise _refused(exc) from None
+    await _refresh(_affected(daemon, found), [name])
+    return _change(ws, found)
+
+
+async def reload(daemon: Daemon, ws: Workspace, name: str | None) -> ap.ExtReloadData:
+    """Restarts ``name`` (or every extension) from disk in every workspace."""
+    workspaces = [w for w in daemon.workspaces.values() if not w.stopping]
+    if name is not None:
+        _lookup(ws, name)
+        await _refresh(workspaces, [name], reload=True)
+        names = [name]
+        ext = ws.extensions.get(name)
+        why = ws.why_not(ext) if ext is not None and ext.state == State.UNTRUSTED else None
+        if why is not None:  # reloading cannot start it: say what can
+            raise RequestError(Code.UNAVAILABLE, why.clause())
+    else:
+        async with trio.open_nursery() as nursery:
+            for w in workspaces:
+                names_there = set(w.extensions) | {f.name for f in w.discover()}
+                nursery.start_soon(partial(_refresh, [w], names_there, reload=True))
+        names = sorted(ws.extensions)
+    infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
+    return ap.ExtReloadData(extensions=infos)
+
+
+async def trust_project(daemon: Daemon, ws: Workspace) -> ap.ExtReloadData:
+    """Trusts the workspace's project-local extensions as they are, and starts
+    them: those that run already keep running (unless they changed), the
+    others (untrusted, failed, exited, waiting to restart) start afresh."""
+    found = [f for f in ws.discover() if f.scope == Scope.PROJECT and not f.error]
+    await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, found)
+    names = sorted(f.name for f in found)
+    async with trio.open_nursery() as nursery:
+        for n in names:
+            ext = ws.extensions.get(n)
+            again = ext is not None and ext.state in _START_AGAIN
+            nursery.start_soon(partial(ws.refresh, n, reload=again))
+    infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
+    return ap.ExtReloadData(extensions=infos)
+
+
+async def logs(daemon: Daemon, ws: Workspace, name: str, lines: int) -> ap.LogsData:
+    """The end of an extension's log."""
+    _lookup(ws, name)  # not_found, with the names there are, for a name not here
+    path: Path = daemon.paths.extension_log(name)
+    if lines < 1:
+        raise RequestError(Code.BAD_REQUEST, "`lines` must be at least 1")
+    count = min(lines, MAX_LOG_LINES)
+    found = await trio.to_thread.run_sync(tail, path, count)
+    return ap.LogsData(path=str(path), lines=found)

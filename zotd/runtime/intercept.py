@@ -1,0 +1,264 @@
+"""One intercept decision: asking the guards, chaining their rewrites.
+
+The guards of an event are ordered by priority, then name. Their verdicts
+are taken in that order, as if each were asked in turn and saw what the ones
+before it made of the event: a rewrite (``modified_args`` of a
+``tool_call``, ``replace_text`` of an ``assistant_message``) is what the
+guards after it see, and a ``block`` ends the decision.
+
+Asking in turn would make every guard wait for all those before it, and a
+silent guard would use up the 5 s for everyone after it. So guards are asked
+at once, in *rounds*: a round runs up to and including the next guard known
+to rewrite (one that has rewritten before), and the next round is asked,
+with the rewritten payload, once that guard has answered. A guard not yet
+known to rewrite that does so ends its round early: the guards after it,
+asked about the old payload, are cancelled and asked again. With no
+rewriting guards, that is one round: every guard asked at once.
+
+A ``block`` decides at once, without waiting for the guards before it in its
+round: they are not known to rewrite, so they could only block too, or allow.
+(Should one of them rewrite for the first time just then, the block still
+stands, though it judged the payload before that rewrite: a guard errs
+towards refusing.) When several guards block, the first to answer names
+the reason.
+
+The whole decision is bounded by one deadline; a guard that has not
+answered by then, or that fails, counts as allow.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import msgspec
+import trio
+
+from ..model.errors import RequestError
+from ..protocol import extension as ep
+from ..protocol.frames import is_json_object
+from .extension import Extension
+
+log = logging.getLogger(__name__)
+
+_MISSING: Final = object()
+
+#: The rewrite each event takes: the reply field, keyed by event.
+_REWRITES: Final = {"tool_call": "modified_args", "assistant_message": "replace_text"}
+
+#: What a guard's answer is, once known: its reply, or ``None`` (failed or
+#: silent: counts as allow).
+Answer = ep.EventInterceptResponse | None
+
+
+class Outcome:
+    """What the guards decided.
+
+    Attributes:
+        blocked_by: the guard that blocked ("" if none did).
+        reason: why (the guard's reason, or zotd's when it refused a rewrite).
+        args: the rewritten ``tool_args``, if a guard rewrote them.
+        text: the rewritten ``text``, if a guard replaced it.
+        rewritten_by: the guards whose rewrites were applied, in order.
+    """
+
+    __slots__ = ("args", "blocked_by", "reason", "rewritten_by", "text")
+
+    def __init__(self) -> None:
+        self.blocked_by = ""
+        self.reason = ""
+        self.args: msgspec.Raw | None = None
+        self.text: str | None = None
+        self.rewritten_by: list[str] = []
+
+    def block(self, guard: str, reason: str) -> None:
+        self.blocked_by = guard
+        self.reason = reason
+
+
+def order(guards: Sequence[Extension], priority: Callable[[str], int]) -> list[Extension]:
+    """``guards`` in the order their verdicts count: priority (lower first), then name."""
+    return sorted(guards, key=lambda ext: (priority(ext.name), ext.name))
+
+
+class Decision:
+    """Asks ``guards`` (already in order) about one event.
+
+    Args:
+        guards: the intercepting extensions, in order (see :func:`order`).
+        event: the event's name.
+        payload: the event's fields as the agent sent them, ``event`` included.
+        rewriters: names of the guards known to rewrite; updated as guards do.
+    """
+
+    def __init__(
+        self,
+        guards: Sequence[Extension],
+        event: str,
+        payload: dict[str, msgspec.Raw],
+        rewriters: set[str],
+    ) -> None:
+        self._guards = guards
+        self._event = event
+        self._payload = dict(payload)
+        self._rewriters = rewriters
+        self._answers: list[object] = [_MISSING] * len(guards)
+        #: Requests in flight: guard index -> request id.
+        self._asked: dict[int, str] = {}
+        #: Every guard before this index has been taken into account.
+        self._pos = 0
+        #: The last guard of the round being asked.
+        self._round_end = -1
+        #: The first guard that answered ``block`` (its answer decides at once).
+        self._blocker: int | None = None
+        self._wake = trio.Event()
+        self.outcome = Outcome()
+
+    async def run(self, limit: float) -> Outcome:
+        """Decides, within ``limit`` seconds; never raises ``RequestError``."""
+        guards = self._guards
+        try:
+            self._ask_round()
+            with trio.move_on_after(limit) as scope:
+                while self._pos < len(guards) and not self.outcome.blocked_by:
+                    if self._blocker is not None:
+                        self._apply(guards[self._blocker], self._answers[self._blocker])  # type: ignore[arg-type]
+                        break
+                    answer = self._answers[self._pos]
+                    if answer is _MISSING:
+                        self._wake = trio.Event()
+                        await self._wake.wait()
+                        continue
+                    self._take(answer)  # type: ignore[arg-type]
+            if scope.cancelled_caught:
+                self._settle_at_deadline(limit)
+            await trio.lowlevel.checkpoint_if_cancelled()
+        finally:
+            for i, rid in self._asked.items():
+                guards[i].withdraw(rid)  # tells a guard still thinking with `cancel`
+            self._asked.clear()
+        return self.outcome
+
+    # --- asking ------------------------------------------------------------------------
+
+    def _ask_round(self) -> None:
+        """Asks every guard from ``_pos`` up to the next known rewriter, at once."""
+        guards, start = self._guards, self._pos
+        end = start
+        while end < len(guards) - 1 and guards[end].name not in self._rewriters:
+            end += 1
+        self._round_end = end
+        make = ep.event_intercept_maker(self._payload)
+        for i in range(start, end + 1):
+            self._answers[i] = _MISSING
+            ext = guards[i]
+            try:
+                # Each guard has its own stdin: written at once, not batched.
+                rid = ext.ask(
+                    make, ep.EventInterceptResponse, functools.partial(self._on_answer, i)
+                )
+            except RequestError as exc:
+                self._on_failure(i, exc)
+            else:
+                self._asked[i] = rid
+
+    def _on_answer(self, i: int, outcome: ep.EventInterceptResponse | RequestError) -> None:
+        # From the reader of guard i (or its expiry task): no request is
+        # answered twice, and a withdrawn one is not answered at all.
+        # The deciding task is woken only when it has something to do: a
+        # block, a whole round in, or a rewrite at the head (to ask the
+        # guards after it again sooner), not once per answer.
+        self._asked.pop(i, None)
+        if isinstance(outcome, RequestError):
+            self._on_failure(i, outcome)
+            urgent = False
+        else:
+            self._answers[i] = outcome
+            urgent = outcome.block or (
+                i == self._pos and (outcome.rewrites_args() or bool(outcome.replace_text))
+            )
+            if outcome.block and self._blocker is None:
+                self._blocker = i
+        if urgent or not self._asked:
+            self._wake.set()
+
+    def _on_failure(self, i: int, exc: RequestError) -> None:
+        log.info("intercept: %s counts as allow: %s", self._guards[i].name, exc.message)
+        self._answers[i] = None
+
+    def _restart_round(self) -> None:
+        """The payload changed under guards already asked: ask them again."""
+        for i in range(self._pos, self._round_end + 1):
+            rid = self._asked.pop(i, None)
+            if rid is not None:
+                self._guards[i].withdraw(rid)
+        self._ask_round()
+
+    # --- taking answers in order -------------------------------------------------------
+
+    def _take(self, answer: Answer) -> None:
+        """Takes the answer of the guard at ``_pos`` into account and moves on."""
+        rewrote = answer is not None and self._apply(self._guards[self._pos], answer)
+        if self.outcome.blocked_by:
+            return
+        self._pos += 1
+        if self._pos >= len(self._guards):
+            return
+        if rewrote and self._pos <= self._round_end:
+            self._restart_round()
+        elif self._pos > self._round_end:
+            self._ask_round()
+
+    def _apply(self, guard: Extension, answer: ep.EventInterceptResponse) -> bool:
+        """Applies one guard's verdict; ``True`` if it rewrote the payload."""
+        out = self.outcome
+        if answer.block:
+            out.block(guard.name, answer.reason or f"blocked by extension {guard.name!r}")
+            return False
+        # Which rewrite the event takes, if any; another one is ignored (and noted).
+        offered = {
+            "modified_args": answer.rewrites_args(),
+            "replace_text": bool(answer.replace_text),
+        }
+        wanted = _REWRITES.get(self._event)
+        for field, present in offered.items():
+            if present and field != wanted:
+                guard.note(
+                    f"ignored `{field}` in its answer about `{self._event}`: it does not apply there"
+                )
+        if wanted is None or not offered[wanted]:
+            return False
+        self._rewriters.add(guard.name)
+        if wanted == "modified_args":
+            if not is_json_object(answer.modified_args):
+                reason = (
+                    f"extension {guard.name!r} rewrote the tool's arguments into something "
+                    "that is not a JSON object"
+                )
+                guard.note(f"rewrite refused: {reason}")
+                out.block(guard.name, reason)
+                return False
+            out.args = self._payload["tool_args"] = answer.modified_args
+        else:
+            out.text = answer.replace_text
+            self._payload["text"] = msgspec.Raw(msgspec.json.encode(answer.replace_text))
+        out.rewritten_by.append(guard.name)
+        return True
+
+    def _settle_at_deadline(self, timeout: float) -> None:
+        # Whoever has not answered counts as allow. Answers already in, to the
+        # payload as it stands, still count, in order, up to the first
+        # rewrite: the guards after it never saw the rewritten payload.
+        log.info("intercept: guards silent for %g s; they count as allow", timeout)
+        if self._blocker is not None:
+            self._apply(self._guards[self._blocker], self._answers[self._blocker])  # type: ignore[arg-type]
+            return
+        while self._pos <= self._round_end and not self.outcome.blocked_by:
+            answer = self._answers[self._pos]
+            self._pos += 1
+            if answer is not _MISSING and answer is not None:
+                assert isinstance(answer, ep.EventInterceptResponse)
+                if self._apply(self._guards[self._pos - 1], answer):
+                    break

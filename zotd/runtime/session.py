@@ -1,0 +1,505 @@
+"""One agent connection on the socket: read requests, run them, write replies.
+
+Each connection has one reader (this task), an outbox with its writer task,
+and a nursery of in-flight requests, so a client may pipeline many requests
+and get each reply as soon as it is ready. Tool calls, the hot path, have no
+task: the reply is written by the task that reads the extension's answer.
+Replies are never dropped (a full outbox makes the reader wait); push frames
+are dropped, and counted, when the client does not keep up, so a slow reader
+never holds up an extension or another client.
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import logging
+import os
+import select
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from .. import AGENT_PROTOCOL_VERSION, __version__
+from ..model.errors import RequestError
+from ..protocol import agent as ap
+from ..protocol import extension as ep
+from ..protocol.frames import FrameError, UnknownFrame
+from ..protocol.lines import Oversized
+from . import admin
+from .streams import LineReader, Outbox, fileno_of
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+    from .workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+#: Frames that may wait for one client's writer.
+OUTBOX_SIZE = 1024
+
+#: After a client's input ends with requests in flight, how often to look
+#: whether it hung up (then they are cancelled) or only half-closed.
+HANGUP_CHECK = 0.1
+
+#: Requests (besides ``call_tool``) that ``cancel`` may stop; the others
+#: (``ext_*`` changes, once begun, are carried through) run to the end.
+_CANCELLABLE = (ap.InvokeCommand, ap.Intercept)
+
+#: Requests that need no workspace.
+_NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe, ap.CancelCall)
+
+Code = ap.ErrorCode
+
+
+def _nothing() -> None:
+    pass
+
+
+def _wire_id(value: Any) -> ap.Id | None:
+    # Echo an id only if it is one a client could have sent: a string or an int.
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
+class ClientSession:
+    """Serves one connection until the client hangs up or the daemon stops.
+
+    Args:
+        daemon: the daemon (workspaces, config, shutdown).
+        stream: the connection.
+        number: a serial number, for logs.
+    """
+
+    def __init__(self, daemon: Daemon, stream: trio.abc.Stream, number: int) -> None:
+        self.daemon = daemon
+        self.number = number
+        self.workspace: Workspace | None = None
+        self.authenticated = False
+        self.subscribed = False
+        self.dropped = 0
+        self.done = trio.Event()
+        self._stream = stream
+        self._outbox = Outbox(stream, OUTBOX_SIZE)
+        self._read_scope = trio.CancelScope()
+        #: Requests of this connection being run now.
+        self.in_flight = 0
+        #: Tool calls in flight (they have no task): their request id, and
+        #: how to withdraw each.
+        self._calls: dict[int, tuple[ap.Id, Callable[[], None]]] = {}
+        #: Other requests in flight that ``cancel`` may stop: their id and scope.
+        self._running: dict[int, tuple[ap.Id, trio.CancelScope]] = {}
+        self._call_serial = 0
+        #: The lines being handled came in one read with others: what they
+        #: send on is gathered into one write, not written one by one.
+        self._burst = False
+        self._calls_idle: trio.Event | None = None
+        #: Set when the last request in flight is done, once input has ended.
+        self._drained: trio.Event | None = None
+
+    async def run(self) -> None:
+        """Serves the connection; never raises ``Exception``.
+
+        At end of input, requests already in flight still get their replies
+        (a client may half-close after its last request). If the client is
+        gone for good (it closed the connection, or a write fails), in-flight
+        requests are cancelled, and extensions told so.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write, nursery.cancel_scope)
+                async with trio.open_nursery() as requests:
+                    with self._read_scope:
+                        async for lines in LineReader(
+                            self._stream, self.daemon.config.max_frame_bytes
+                        ):
+                            self._burst = len(lines) > 1
+                            for line in lines:
+                                await self._on_line(line, requests)
+                    if self.in_flight:
+                        nursery.start_soon(self._watch_hangup, nursery.cancel_scope)
+                while self._calls:
+                    self._calls_idle = trio.Event()
+                    await self._calls_idle.wait()
+                self._outbox.close()
+        except Exception:
+            log.exception("client %d: internal error", self.number)
+        finally:
+            for _, withdraw in self._calls.values():  # the client is gone: nobody to tell
+                withdraw()
+                self._request_done()
+            self._calls.clear()
+            if self.workspace is not None:
+                self.workspace.release(self)
+            if self.dropped:
+                log.info(
+                    "client %d: dropped %d push frame(s) it did not read", self.number, self.dropped
+                )
+            with trio.CancelScope(shield=True):
+                await self._stream.aclose()
+            self.done.set()
+
+    async def _watch_hangup(self, cancel_all: trio.CancelScope) -> None:
+        # Input ended with requests in flight: a half-close (the client still
+        # reads its replies) or a hangup (nobody left to read them). Only the
+        # socket's state tells them apart, so look at it until they are done.
+        fileno = fileno_of(self._stream)
+        if fileno is None:
+            return
+        self._drained = trio.Event()
+        while self.in_flight:
+            with trio.move_on_after(HANGUP_CHECK):
+                await self._drained.wait()
+            if self.in_flight and _hung_up(fileno()):
+                log.debug("client %d: hung up; cancelling its requests", self.number)
+                cancel_all.cancel()
+                return
+
+    def close_soon(self) -> None:
+        """Stops reading requests; in-flight ones finish, then the connection closes."""
+        self._read_scope.cancel()
+
+    def push(self, frame: bytes) -> None:
+        """Queues a push frame, or drops it if the client is not keeping up."""
+        if self.subscribed:
+            self.deliver(frame)
+
+    def deliver(self, frame: bytes) -> None:
+        """Queues a push frame meant for this client alone (subscribed or
+        not), or drops it if the client is not keeping up."""
+        try:
+            if not self._outbox.put_nowait(frame):
+                self.dropped += 1
+        except trio.BrokenResourceError:
+            pass
+
+    async def _write(self, cancel_all: trio.CancelScope) -> None:
+        try:
+            await self._outbox.run()
+        except trio.BrokenResourceError:
+            log.debug("client %d: gone; cancelling its requests", self.number)
+            cancel_all.cancel()
+
+    async def _send(self, frame: bytes) -> None:
+        try:
+            await self._outbox.put(frame, alone=self.in_flight <= 1)
+        except trio.BrokenResourceError:
+            pass  # the client is gone; nobody to tell
+
+    # --- requests -----------------------------------------------------------------
+
+    async def _on_line(self, line: bytes | Oversized, requests: trio.Nursery) -> None:
+        if isinstance(line, Oversized):
+            limit = self.daemon.config.max_frame_bytes
+            await self._send(
+                ap.fail(
+                    None,
+                    None,
+                    Code.FRAME_TOO_LARGE,
+                    f"a {line.size}-byte request is over the {limit}-byte limit",
+                )
+            )
+            return
+        if not line or line.isspace():
+            return
+        try:
+            req = ap.decode_request(line)
+        except FrameError as exc:
+            await self._send(ap.fail(_wire_id(exc.id), exc.type, Code.BAD_REQUEST, exc.message))
+            return
+        if isinstance(req, UnknownFrame):
+            await self._send(
+                ap.fail(
+                    _wire_id(req.id),
+                    req.type,
+                    Code.UNKNOWN_COMMAND,
+                    f"unknown request type {req.type!r}",
+                )
+            )
+            return
+        command = type(req).__struct_config__.tag
+        assert isinstance(command, str)
+        if isinstance(req, ap.Hello):
+            await self._send(await self._answer(req, command, line))
+            return
+        error = self._refusal(req)
+        if error is not None:
+            await self._send(ap.fail(req.id, command, *error))
+            return
+        if type(req) is ap.CancelCall:  # answered at once: never `busy`
+            cancelled = self._cancel(req.request_id)
+            await self._send(ap.ok(req.id, command, ap.CancelData(cancelled)))
+            return
+        busy = self._busy()
+        if busy is not None:
+            await self._send(ap.fail(req.id, command, Code.BUSY, busy))
+            return
+        if type(req) is ap.CallTool and len(self._outbox) >= OUTBOX_SIZE:
+            # Its reply will be queued without waiting: wait here instead, so
+            # that a client that does not read its replies is not read either.
+            await self._outbox.room()
+        self.in_flight += 1
+        self.daemon.in_flight += 1
+        if type(req) is ap.CallTool:
+            self._start_call(req)
+        else:
+            requests.start_soon(self._run_request, req, command, line)
+
+    def _refusal(self, req: ap.Request) -> tuple[str, str] | None:
+        if isinstance(req, ap.Ping):
+            return None
+        if not self.authenticated:
+            return (Code.HELLO_REQUIRED, "send `hello` first")
+        if self.daemon.shutting_down:
+            return (Code.SHUTTING_DOWN, "zotd is shutting down")
+        if self.workspace is None and not isinstance(req, _NO_WORKSPACE):
+            return (
+                Code.BAD_REQUEST,
+                "this connection joined no workspace (hello with attach=false)",
+            )
+        return None
+
+    async def _run_request(self, req: ap.Request, command: str, line: bytes) -> None:
+        self._call_serial += 1
+        key = self._call_serial
+        try:
+            with trio.CancelScope() as scope:
+                if type(req) in _CANCELLABLE:
+                    self._running[key] = (req.id, scope)
+                reply = await self._answer(req, command, line)
+            if scope.cancelled_caught:  # by `cancel`: other cancellations propagate
+                reply = _cancelled(req.id, command)
+            await self._send(reply)
+        finally:
+            self._running.pop(key, None)
+            self._request_done()
+
+    def _request_done(self) -> None:
+        self.in_flight -= 1
+        self.daemon.in_flight -= 1
+        if not self._calls and self._calls_idle is not None:
+            self._calls_idle.set()
+        if not self.in_flight and self._drained is not None:
+            self._drained.set()
+
+    # --- tool calls: the hot path, without a task each ------------------------------
+
+    def _start_call(self, req: ap.CallTool) -> None:
+        # The reply is written by the task that reads the extension's answer
+        # (or by its expiry task, at the call's deadline); see Workspace.start_call.
+        assert self.workspace is not None
+        self._call_serial += 1
+        key = self._call_serial
+        self._calls[key] = (req.id, _nothing)
+        try:
+            done = functools.partial(self._call_done, key, req.id)
+            progress = functools.partial(self._progress, req.id, req.name)
+            alone = not self._burst and self.in_flight <= 1
+            self._calls[key] = (
+                req.id,
+                self.workspace.start_call(
+                    req.name, req.args, req.timeout_s, done, alone=alone, progress=progress
+                ),
+            )
+        except Exception as exc:
+            del self._calls[key]
+            self._reply(self._failure(req.id, "call_tool", exc))
+            self._request_done()
+
+    def _call_done(self, key: int, rid: ap.Id, outcome: ap.CallData | RequestError) -> None:
+        if self._calls.pop(key, None) is None:
+            return  # withdrawn
+        try:
+            if isinstance(outcome, RequestError):
+                self._reply(self._failure(rid, "call_tool", outcome))
+            else:
+                self._reply(ap.ok(rid, "call_tool", outcome))
+        except Exception as exc:  # runs in an extension's reader: never let it fail
+            self._reply(self._failure(rid, "call_tool", exc))
+        finally:
+            self._request_done()
+
+    def _cancel(self, rid: ap.Id) -> bool:
+        """Abandons this connection's request ``rid`` (a ``call_tool``,
+        ``invoke_command`` or ``intercept``): the extensions working on it are
+        sent ``cancel``, and its reply is a ``cancelled`` error. ``False`` if
+        no such request is in flight (it has been answered already)."""
+        key = next((k for k, (call_id, _) in self._calls.items() if call_id == rid), None)
+        if key is not None:
+            _, withdraw = self._calls.pop(key)
+            withdraw()
+            self._reply(_cancelled(rid, "call_tool"))
+            self._request_done()
+            return True
+        key = next((k for k, (req_id, _) in self._running.items() if req_id == rid), None)
+        if key is None:
+            return False
+        _, scope = self._running.pop(key)
+        scope.cancel()  # its task sends the reply
+        return True
+
+    def _progress(self, rid: ap.Id, tool: str, extension: str, frame: ep.ToolProgress) -> None:
+        self.deliver(
+            ap.encode(
+                ap.ToolProgressPush(
+                    rid, extension, tool, frame.message, frame.progress, frame.total
+                )
+            )
+        )
+
+    def _reply(self, frame: bytes) -> None:
+        # Never dropped: replies are bounded by the requests-in-flight limits.
+        try:
+            self._outbox.put_nowait(frame, alone=self.in_flight <= 1, force=True)
+        except trio.BrokenResourceError:
+            pass  # the client is gone
+
+    def _busy(self) -> str | None:
+        # Past a limit, a request is answered `busy` at once. A client that
+        # writes requests but never reads the replies is held back all the
+        # same: those replies fill its outbox, and then this loop waits.
+        config = self.daemon.config
+        if self.in_flight >= config.max_client_requests:
+            return (
+                f"this connection has {self.in_flight} requests in flight, the most "
+                "allowed; wait for some replies, then retry"
+            )
+        if self.daemon.in_flight >= config.max_requests:
+            return (
+                f"zotd has {self.daemon.in_flight} requests in flight, the most allowed; retry soon"
+            )
+        return None
+
+    async def _answer(self, req: ap.Request, command: str, line: bytes) -> bytes:
+        try:
+            return ap.ok(req.id, command, await self._dispatch(req, line))
+        except Exception as exc:
+            return self._failure(req.id, command, exc)
+
+    def _failure(self, rid: ap.Id, command: str, exc: Exception) -> bytes:
+        """The failed reply for ``exc``: its own code for a ``RequestError``,
+        ``internal`` (and a logged traceback) for anything else."""
+        if isinstance(exc, RequestError):
+            return ap.fail(rid, command, exc.code, exc.message)
+        log.exception("client %d: %s failed", self.number, command)
+        return ap.fail(rid, command, Code.INTERNAL, f"internal error in zotd: {exc!r}")
+
+    async def _dispatch(self, req: ap.Request, line: bytes) -> msgspec.Struct:
+        ws = self.workspace
+        match req:
+            case ap.Hello():
+                return await self._hello(req)
+            case ap.Ping():
+                return ap.PingData()
+            case ap.Status():
+                return self.daemon.status()
+            case ap.Subscribe(notifications=on):
+                self.subscribed = on
+                if ws is not None:
+                    (ws.subscribers.add if on else ws.subscribers.discard)(self)
+                return ap.Empty()
+            case ap.Shutdown():
+                log.info("client %d asked for shutdown", self.number)
+                self.daemon.request_shutdown()
+                return ap.Empty()
+        assert ws is not None
+        match req:
+            case ap.ListExtensions():
+                return ws.list_extensions()
+            case ap.ListCommands():
+                return ws.list_commands()
+            case ap.ListTools():
+                return ws.list_tools()
+            case ap.InvokeCommand(name=name, args=args):
+                return await ws.invoke_command(name, args, self)
+            case ap.EmitEvent(event=event):
+                return ws.emit_event(event, ap.event_payload(line))
+            case ap.ExtInstall(source=source, scope=scope):
+                return await admin.install(self.daemon, ws, source, scope)
+            case ap.ExtRemove(name=name):
+                return await admin.remove(self.daemon, ws, name)
+            case ap.ExtEnable(name=name):
+                return await admin.set_enabled(self.daemon, ws, name, True)
+            case ap.ExtDisable(name=name):
+                return await admin.set_enabled(self.daemon, ws, name, False)
+            case ap.ExtReload(name=name):
+                return await admin.reload(self.daemon, ws, name)
+            case ap.ExtTrust():
+                return await admin.trust_project(self.daemon, ws)
+            case ap.ExtLogs(name=name, lines=lines):
+                return await admin.logs(self.daemon, ws, name, lines)
+            case ap.Intercept(event=event):
+                if event not in ep.INTERCEPTABLE:
+                    raise RequestError(
+                        Code.BAD_REQUEST,
+                        f"cannot intercept {event!r}: only {', '.join(sorted(ep.INTERCEPTABLE))}",
+                    )
+                return await ws.intercept(event, ap.event_payload(line))
+            case ap.PanelKey() | ap.PanelResize() | ap.PanelClose():
+                ws.panel_input(self, req)
+                return ap.Empty()
+
+        raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
+
+    async def _hello(self, req: ap.Hello) -> ap.HelloData:
+        daemon = self.daemon
+        if self.authenticated:
+            raise RequestError(Code.BAD_REQUEST, "`hello` was already sent on this connection")
+        token = daemon.config.token
+        if token is not None and not hmac.compare_digest(
+            (req.token or "").encode(), token.encode()
+        ):
+            raise RequestError(Code.UNAUTHORIZED, "a valid `token` is required")
+        if req.protocol_version != AGENT_PROTOCOL_VERSION:
+            raise RequestError(
+                Code.BAD_REQUEST,
+                f"protocol_version {req.protocol_version} is not supported; "
+                f"this zotd speaks {AGENT_PROTOCOL_VERSION}",
+            )
+        if daemon.shutting_down:
+            raise RequestError(Code.SHUTTING_DOWN, "zotd is shutting down")
+        if not req.attach:
+            self.authenticated = True
+            return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, None, os.getpid())
+        root = _workspace_root(req.cwd, daemon.cwd)
+        self.authenticated = True
+        ws = daemon.join_workspace(root, provider=req.provider, model=req.model)
+        self.workspace = ws
+        await ws.started.wait()
+        if ws.crashed is not None:
+            self.workspace, self.authenticated = None, False
+            ws.release(self)
+            raise RequestError(Code.INTERNAL, f"the workspace {root} failed: {ws.crashed}")
+        if self.subscribed:
+            ws.subscribers.add(self)
+        log.info("client %d (%s) joined %s", self.number, req.client or "?", root)
+        await ws.wait_settled()
+        return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, str(root), os.getpid())
+
+
+def _cancelled(rid: ap.Id, command: str) -> bytes:
+    """The reply to a request the client gave up with ``cancel``."""
+    return ap.fail(rid, command, Code.CANCELLED, "cancelled by the client")
+
+
+def _hung_up(fd: int) -> bool:
+    """Whether the peer of socket ``fd`` has closed it entirely (not just its
+    writing side): ``POLLHUP`` without waiting."""
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP)
+    return any(events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
+
+
+def _workspace_root(cwd: str | None, default: Path) -> Path:
+    if cwd is None:
+        return default
+    path = Path(cwd)
+    if not path.is_absolute():
+        raise RequestError(Code.BAD_REQUEST, f"`cwd` must be an absolute path, not {cwd!r}")
+    if not path.is_dir():
+        raise RequestError(Code.BAD_REQUEST, f"`cwd` {cwd!r} is not a directory")
+    return Path(os.path.realpath(path))

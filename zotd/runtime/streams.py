@@ -1,0 +1,272 @@
+"""Reading lines from, and writing frames to, the daemon's pipes and sockets.
+
+Every frame an agent asks for crosses four of these (client socket in,
+extension pipe out, extension pipe in, client socket out), so this module is
+the daemon's hot path. Two rules keep it short:
+
+* **No task switch on the way out when the stream is idle.** A lone frame
+  put into an idle :class:`Outbox` is written by the task that put it, at
+  once, with a non-blocking write. Frames of a busy stream (its owner has
+  other requests in flight, or a write is under way) are queued, and the
+  outbox's writer task sends all of them in one write: a burst of 64 replies
+  costs one system call, and wakes the reader once.
+* **No needless yield or system call on the way in.** :class:`LineReader`
+  reads with a non-blocking ``read``; it waits for readability first only
+  when the last read was short (the stream was drained), and yields to other
+  tasks after a full read that did not wait, so that a flooding peer cannot
+  starve the rest of the daemon.
+
+Streams without a file descriptor (the in-memory streams tests use) go
+through the ordinary Trio stream methods instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections import deque
+from collections.abc import Callable
+
+import trio
+
+from ..protocol.lines import LineSplitter, Oversized
+
+#: Bytes asked of the kernel per read.
+READ_SIZE = 64 * 1024
+
+#: Errors of a read or write that mean the peer is gone.
+_GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EBADF, errno.ENOTCONN, errno.ESHUTDOWN})
+
+
+def fileno_of(
+    stream: trio.abc.Stream | trio.abc.SendStream | trio.abc.ReceiveStream,
+) -> Callable[[], int] | None:
+    """How to get the file descriptor under a Trio pipe or socket stream
+    (``-1`` once the stream is closed), or ``None`` for other streams.
+
+    Asked before every read and write, never cached: once a stream is closed
+    its number may be given to another file.
+    """
+    if isinstance(stream, trio.lowlevel.FdStream):
+        return stream.fileno
+    if isinstance(stream, trio.SocketStream):
+        return stream.socket.fileno
+    return None
+
+
+class LineReader:
+    """Iterates a stream's lines, a read's worth at a time, until end of stream
+    (then its unterminated tail). Each step gives at least one line.
+
+    A closed or broken stream ends the iteration like end of stream does. A
+    plain async iterator rather than an async generator, so that a loop
+    cancelled half-way leaves nothing for the garbage collector to finalize.
+    """
+
+    __slots__ = ("_done", "_drained", "_fileno", "_splitter", "_stream", "_waited")
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
+        self._stream = stream
+        self._fileno = fileno_of(stream)
+        self._splitter = LineSplitter(max_line)
+        self._done = False
+        self._waited = True
+        self._drained = False
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> list[bytes | Oversized]:
+        while not self._done:
+            chunk = await self._receive()
+            if chunk:
+                lines = list(self._splitter.feed(chunk))
+            else:
+                self._done = True
+                lines = list(self._splitter.close())
+            if lines:
+                return lines
+        raise StopAsyncIteration
+
+    async def _receive(self) -> bytes | bytearray:
+        if self._fileno is None:
+            try:
+                return await self._stream.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return b""
+        # After a short read the stream is most likely drained: wait for more
+        # rather than try a read that would fail. After a full read that did
+        # not wait, yield once first, so that a flood cannot starve the others.
+        must_wait = self._drained
+        if not must_wait and not self._waited:
+            await trio.lowlevel.checkpoint()
+        self._waited = False
+        while True:
+            fd = self._fileno()
+            if fd < 0:
+                return b""  # closed (by another task)
+            if must_wait:
+                try:
+                    await trio.lowlevel.wait_readable(fd)
+                except trio.ClosedResourceError:
+                    return b""
+                self._waited = True
+                fd = self._fileno()
+                if fd < 0:
+                    return b""
+            try:
+                chunk = os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                must_wait = True
+                continue
+            except OSError as exc:
+                if exc.errno in _GONE:
+                    return b""
+                raise
+            self._drained = len(chunk) < READ_SIZE
+            return chunk
+
+
+class Outbox:
+    """Frames for one stream, written in order, with as few writes as possible.
+
+    One task runs :meth:`run`, the writer; any task may put frames. At most
+    ``limit`` frames wait: :meth:`put` then waits for room (a reply must not
+    be lost), :meth:`put_nowait` says no (a notification may be dropped).
+    After :meth:`close`, what is queued is written and the stream closed.
+
+    Raises (from the put methods):
+        trio.BrokenResourceError: the writer has ended (the peer went away, or
+            the outbox was closed).
+    """
+
+    __slots__ = (
+        "_broken",
+        "_closing",
+        "_fileno",
+        "_flushing",
+        "_kick",
+        "_limit",
+        "_queue",
+        "_room",
+        "_stream",
+        "_writer_done",
+    )
+
+    def __init__(self, stream: trio.abc.SendStream, limit: int) -> None:
+        self._stream = stream
+        self._fileno = fileno_of(stream)
+        self._limit = limit
+        self._queue: deque[bytes] = deque()
+        self._closing = False
+        self._writer_done = False
+        self._broken: str | None = None
+        #: The writer is sending what it took from the queue: nothing may be
+        #: written inline until it is done.
+        self._flushing = False
+        self._kick = trio.lowlevel.ParkingLot()
+        self._room = trio.lowlevel.ParkingLot()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def put_nowait(self, frame: bytes, *, alone: bool = True, force: bool = False) -> bool:
+        """Queues (or writes) a frame; ``False`` if ``limit`` frames already wait.
+
+        ``alone=False`` says more frames are likely to follow soon (the
+        stream is busy): the frame is queued, never written inline, so that
+        the writer sends it with the others. ``force=True`` queues it even
+        past ``limit``, for a frame that must not be lost and is bounded
+        elsewhere (a reply: requests in flight are limited).
+        """
+        if self._writer_done or self._closing or self._broken is not None:
+            raise trio.BrokenResourceError(self._broken or "the outbox is closed")
+        if self._queue or self._flushing or not alone or self._fileno is None:
+            if len(self._queue) >= self._limit and not force:
+                return False
+            self._queue.append(frame)
+            if self._kick:  # the writer is parked: wake it
+                self._kick.unpark()
+            return True
+        try:
+            written = os.write(self._fileno(), frame)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self._broken = f"cannot write: {exc.strerror or exc}"
+            self._kick.unpark()  # the writer reports it
+            raise trio.BrokenResourceError(self._broken) from None
+        if written < len(frame):  # the rest waits for the writer
+            self._queue.append(frame[written:])
+            self._kick.unpark()
+        return True
+
+    async def put(self, frame: bytes, *, alone: bool = True) -> None:
+        """Queues (or writes) a frame, waiting while ``limit`` frames wait.
+
+        Does not yield when there is room: the caller is about to wait anyway.
+        """
+        while not self.put_nowait(frame, alone=alone):
+            await self._room.park()
+
+    async def room(self) -> None:
+        """Waits until fewer than ``limit`` frames are queued, or the writer has ended."""
+        while len(self._queue) >= self._limit and not self._writer_done:
+            await self._room.park()
+
+    def close(self) -> None:
+        """Writes what is queued, then closes the stream; later puts raise."""
+        self._closing = True
+        self._kick.unpark()
+
+    async def run(self) -> None:
+        """The writer: runs until :meth:`close` (and a flush) or the peer is gone.
+
+        The stream is closed when this returns, on error and on cancellation.
+
+        Raises:
+            trio.BrokenResourceError: the peer went away.
+        """
+        try:
+            while True:
+                if self._broken is not None:
+                    raise trio.BrokenResourceError(self._broken)
+                if self._queue:
+                    self._flushing = True  # no inline write until all of this is out
+                    await self._flush()
+                    if self._room:
+                        self._room.unpark_all()
+                    continue
+                self._flushing = False
+                if self._closing:
+                    return
+                await self._kick.park()
+        finally:
+            self._writer_done = True
+            self._queue.clear()
+            self._room.unpark_all()
+            with trio.CancelScope(shield=True):
+                await self._stream.aclose()
+
+    async def _flush(self) -> None:
+        data = b"".join(self._queue) if len(self._queue) > 1 else self._queue[0]
+        self._queue.clear()
+        if self._fileno is None:
+            await self._stream.send_all(data)
+            return
+        view = memoryview(data)
+        while view:
+            fd = self._fileno()
+            try:
+                view = view[os.write(fd, view) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:  # EBADF for a closed stream (fd -1) included
+                self._broken = f"cannot write: {exc.strerror or exc}"
+                raise trio.BrokenResourceError(self._broken) from None
+            try:
+                await trio.lowlevel.wait_writable(fd)
+            except trio.ClosedResourceError:
+                self._broken = "the stream was closed"
+                raise trio.BrokenResourceError(self._broken) from None

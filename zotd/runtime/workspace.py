@@ -1,0 +1,683 @@
+"""A workspace: the extensions, registry and clients of one project directory.
+
+The first agent ``hello`` naming a directory starts its workspace; its
+extensions start concurrently, one supervisor each, in the workspace's
+nursery. When the last client has gone, the workspace stops after
+``idle_timeout``. Each workspace has its own registry of commands and tools
+and its own subscriptions.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+import trio
+
+from .. import EXTENSION_PROTOCOL_VERSION, __version__
+from ..model import hints, trust
+from ..model.config import BUILTIN_TOOLS, Config
+from ..model.environment import extension_env
+from ..model.errors import RequestError
+from ..model.manifest import Found, Scope, discover
+from ..model.paths import Paths
+from ..model.registry import Registry
+from ..protocol import agent as ap
+from ..protocol import extension as ep
+from ..protocol.frames import is_json_object
+from . import lookup
+from .extension import Extension, State
+from .intercept import Decision, Outcome, order
+from .process import Spawner
+
+log = logging.getLogger(__name__)
+
+#: The interceptable events' names, encoded once (the `event` of a payload).
+_EVENT_NAMES = {name: msgspec.Raw(msgspec.json.encode(name)) for name in ep.INTERCEPTABLE}
+
+
+class Subscriber(Protocol):
+    """A client connection that takes push frames."""
+
+    def push(self, frame: bytes) -> None:
+        """Queues an encoded push frame if the client subscribed; never blocks."""
+        ...
+
+    def deliver(self, frame: bytes) -> None:
+        """Queues an encoded push frame meant for this client alone (its
+        panels, its calls' progress), subscribed or not; never blocks."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every workspace of one daemon shares."""
+
+    config: Config
+    paths: Paths
+    explicit: Sequence[Path]
+    spawner: Spawner
+    env: Mapping[str, str]
+
+
+class Workspace:
+    """The extensions of one project directory and the agents using them.
+
+    Args:
+        root: the project directory (a realpath).
+        ctx: the daemon's shared settings.
+        provider: the model provider the first agent named (for ``hello_ack``).
+        model: the model the first agent named (for ``hello_ack``).
+    """
+
+    def __init__(self, root: Path, ctx: Context, *, provider: str = "", model: str = "") -> None:
+        self.root = root
+        self.provider = provider
+        self.model = model
+        self.extensions: dict[str, Extension] = {}
+        self.subscribers: set[Subscriber] = set()
+        self.clients = 0
+        self.stopping = False
+        self._ctx = ctx
+        self._config = ctx.config
+        self.registry = Registry(
+            reserved_commands=ctx.config.reserved_commands, builtin_tools=BUILTIN_TOOLS
+        )
+        self._nursery: trio.Nursery | None = None
+        self._locks: dict[str, trio.Lock] = {}
+        #: Set once every extension's supervisor is spawned (or the workspace died).
+        self.started = trio.Event()
+        #: Why :meth:`run` died, if a bug of ours made it.
+        self.crashed: str | None = None
+        self._stop = trio.Event()
+        self._stop_code = ap.ErrorCode.EXTENSION_FAILED
+        self._clients_changed = trio.Event()
+        #: Open panels: (extension, panel id) -> the client that opened it.
+        self._panels: dict[tuple[str, str], Subscriber] = {}
+        #: Guards that have rewritten an event (see zotd.runtime.intercept).
+        self._rewriters: set[str] = set()
+
+    # --- lifetime -----------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Runs the workspace until :meth:`stop_soon` or its idle timeout.
+
+        Reports started once every extension's supervisor is spawned (not
+        yet ready: see :meth:`wait_settled`). Stopping stops every extension
+        in parallel, shielded, within the shutdown deadlines; cancellation
+        kills the extensions' process groups.
+        """
+        found = self.discover()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            for f in found:
+                self._start(f)
+            nursery.start_soon(self._idle_watch)
+            log.info("workspace %s: %d extension(s)", self.root, len(found))
+            self.started.set()
+            task_status.started()
+            await self._stop.wait()
+            self.stopping = True
+            with trio.CancelScope(shield=True), trio.move_on_after(self._config.stop_bound):
+                await self.stop_extensions(self._stop_code)
+            nursery.cancel_scope.cancel()
+        log.info("workspace %s stopped", self.root)
+
+    def discover(self) -> list[Found]:
+        """What the workspace's extensions are on disk now, one per name,
+        project-local ones marked if the user has not trusted them."""
+        found = discover(
+            workspace=self.root,
+            global_dir=self._ctx.paths.extensions_dir,
+            explicit=self._ctx.explicit,
+            path_env=self._ctx.env.get("PATH", ""),
+        )
+        if not self._config.trust_project_extensions:
+            store = trust.load(self._ctx.paths.home)
+            for f in found:
+                if f.scope == Scope.PROJECT and not f.error:
+                    f.untrusted = trust.distrust_reason(f, self.root, store)
+        return found
+
+    def _new(self, found: Found) -> Extension:
+        ext = Extension(
+            found,
+            host=self,
+            config=self._config,
+            log_path=self._ctx.paths.extension_log(found.name),
+            spawner=self._ctx.spawner,
+            env=extension_env(self._ctx.env, found.manifest, str(self._ctx.paths.home)),
+        )
+        self.extensions[ext.name] = ext
+        self.registry.begin(ext.name)
+        return ext
+
+    def _start(self, found: Found) -> Extension:
+        assert self._nursery is not None
+        ext = self._new(found)
+        self._nursery.start_soon(self._keep, ext, name=f"extension {ext.name}")
+        return ext
+
+    async def _keep(self, ext: Extension) -> None:
+        """Runs ``ext``, and restarts it per its restart policy when it ends on its own.
+
+        Backoff doubles from ``backoff_initial`` up to ``backoff_max``; more
+        than ``intensity`` restarts within ``window`` seconds marks it failed
+        until it is reloaded. A stop (shutdown, reload, removal) ends this at
+        once, during a backoff too.
+        """
+        recent: deque[float] = deque()
+        while True:
+            await ext.run()
+            reason = ext.ended_on_its_own()
+            if reason is None or self.stopping or self.extensions.get(ext.name) is not ext:
+                return
+            policy = self._config.restart_for(ext.name)
+            if policy.policy == "never" or (policy.policy == "on-failure" and ext.exit_code == 0):
+                return
+            now = trio.current_time()
+            while recent and recent[0] <= now - policy.window:
+                recent.popleft()
+            if len(recent) >= policy.intensity:
+                ext.state = State.FAILED
+                ext.last_error = (
+                    f"{reason}; restarted {len(recent)} times in {policy.window:g} s, so it is "
+                    "left stopped until `zot ext reload`"
+                )
+                ext.note(ext.last_error)
+                self._push_state(ext)
+                return
+            delay = min(policy.backoff_initial * 2 ** len(recent), policy.backoff_max)
+            ext.state = State.RESTARTING
+            ext.restart_at = trio.current_time() + delay
+            ext.last_error = f"{reason}; restarting in {delay:g} s"
+            ext.note(ext.last_error)
+            self._push_state(ext)
+            with trio.move_on_after(delay):
+                await ext.stop_requested.wait()
+            if ext.stop_requested.is_set() or self.stopping:
+                ext.state = State.EXITED
+                return
+            recent.append(trio.current_time())
+            new = self._new(ext.found)
+            new.restarts = ext.restarts + 1
+            new.restart_reason = reason
+            ext = new
+
+    async def refresh(self, name: str, *, reload: bool = False) -> Extension | None:
+        """Brings extension ``name`` in line with the disk, live.
+
+        Re-reads the manifests. If what the workspace runs under ``name`` is
+        no longer what discovery finds (installed, removed, enabled,
+        disabled, or revealed by the removal of one that hid it), or if
+        ``reload``, the old one is stopped gracefully (its pending calls fail
+        with ``extension_failed``) and the new one started; returns once it
+        is ready (or settled). Agents see the change as ``extension_state``
+        pushes. Returns what now runs under ``name``, if anything.
+
+        Shielded: once begun, a change is carried through even if the
+        client that asked for it hangs up (it is bounded by the stop and
+        ready deadlines); cancellation takes effect when it is done.
+        """
+        with trio.CancelScope(shield=True):
+            ext = await self._refresh(name, reload=reload)
+        return ext
+
+    async def _refresh(self, name: str, *, reload: bool) -> Extension | None:
+        async with self._locks.setdefault(name, trio.Lock()):
+            if self.stopping:
+                return None
+            found = next((f for f in self.discover() if f.name == name), None)
+            old = self.extensions.get(name)
+            if old is not None and found is not None and not reload and old.found == found:
+                return old  # unchanged
+            if old is not None:
+                await old.stop(ap.ErrorCode.EXTENSION_FAILED)
+            if found is None:
+                if old is not None:
+                    del self.extensions[name]
+                    self.registry.forget(name)
+                    self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
+                return None
+            ext = self._start(found)  # in the old one's place in the listing
+            if reload and old is not None:
+                # A reload that starts nothing (disabled, untrusted, broken) is no restart.
+                runs = not (found.error or found.untrusted) and (
+                    found.manifest is None or found.manifest.enabled
+                )
+                ext.restarts = old.restarts + (1 if runs else 0)
+            await ext.settled.wait()
+            return ext
+
+    async def stop_extension(self, name: str) -> None:
+        """Stops extension ``name`` gracefully and keeps it listed (as exited).
+
+        Shielded, like :meth:`refresh`.
+        """
+        with trio.CancelScope(shield=True):
+            await self._stop_extension(name)
+
+    async def _stop_extension(self, name: str) -> None:
+        async with self._locks.setdefault(name, trio.Lock()):
+            ext = self.extensions.get(name)
+            if ext is not None:
+                await ext.stop(ap.ErrorCode.EXTENSION_FAILED)
+
+    def stop_soon(self, code: str = ap.ErrorCode.EXTENSION_FAILED) -> None:
+        """Asks :meth:`run` to stop; pending calls fail with ``code``."""
+        self.stopping = True
+        self._stop_code = code
+        self._stop.set()
+
+    async def stop_extensions(self, code: str) -> None:
+        """Stops every extension in parallel (each bounded by the shutdown deadlines)."""
+        async with trio.open_nursery() as nursery:
+            for ext in list(self.extensions.values()):
+                nursery.start_soon(ext.stop, code)
+
+    async def wait_settled(self) -> None:
+        """Waits until every extension is ready or has failed, or its ready grace
+        (counted from its spawn) has passed: at most about ``ready_grace``."""
+        await self.started.wait()
+        for ext in list(self.extensions.values()):
+            await ext.settled.wait()
+
+    def acquire(self) -> None:
+        """A client joined."""
+        self.clients += 1
+        self._wake_idle_watch()
+
+    def release(self, subscriber: Subscriber | None = None) -> None:
+        """A client left; the panels it had open are closed."""
+        self.clients -= 1
+        if subscriber is not None:
+            self.subscribers.discard(subscriber)
+            for key, owner in list(self._panels.items()):
+                if owner is subscriber:
+                    self._close_panel(key)
+        self._wake_idle_watch()
+
+    def _wake_idle_watch(self) -> None:
+        self._clients_changed.set()
+        self._clients_changed = trio.Event()
+
+    async def _idle_watch(self) -> None:
+        while True:
+            changed = self._clients_changed
+            if self.clients > 0:
+                await changed.wait()
+                continue
+            with trio.move_on_after(self._config.idle_timeout) as idle:
+                await changed.wait()
+            if idle.cancelled_caught and self.clients == 0:
+                log.info(
+                    "workspace %s: no clients for %g s; stopping",
+                    self.root,
+                    self._config.idle_timeout,
+                )
+                self.stop_soon()
+                return
+
+    # --- Host: what extensions report ---------------------------------------------
+
+    def hello_ack(self, ext: Extension) -> ep.HelloAck:
+        return ep.HelloAck(
+            protocol_version=EXTENSION_PROTOCOL_VERSION,
+            zot_version=__version__,
+            provider=self.provider,
+            model=self.model,
+            cwd=str(self.root),
+            extension_dir=str(ext.found.dir),
+            data_dir=self._data_dir(ext.name),
+        )
+
+    def _data_dir(self, name: str) -> str:
+        # Beside the installed extensions, not inside one: it survives a
+        # reinstall or an upgrade. "" if it cannot be made (the extension
+        # then has none, and says so if it needs one).
+        path = self._ctx.paths.home / "data" / name
+        try:
+            path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning("cannot make the data directory %s: %s", path, exc)
+            return ""
+        return str(path)
+
+    def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None:
+        return self.registry.add_command(ext.name, frame.name, frame.description)
+
+    def on_register_tool(self, ext: Extension, frame: ep.RegisterTool) -> str | None:
+        return self.registry.add_tool(ext.name, frame.name, frame.description, frame.schema)
+
+    def on_notify(self, ext: Extension, frame: ep.Notify) -> None:
+        self._push(
+            ap.encode(ap.NotifyPush(extension=ext.name, level=frame.level, message=frame.message))
+        )
+
+    def on_changed(self, ext: Extension) -> None:
+        if ext.state == State.STOPPING:
+            self.registry.remove(ext.name)  # no new calls to what is going away
+        self._push_state(ext)
+
+    def on_exit(self, ext: Extension) -> None:
+        self.registry.remove(ext.name)
+        for key in [key for key in self._panels if key[0] == ext.name]:
+            self._panel_closed(key, "stopped")
+        self._push_state(ext)
+
+    def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
+        key = (ext.name, frame.panel_id)
+        owner = self._panels.get(key)
+        if owner is None:
+            tag = type(frame).__struct_config__.tag
+            ext.note(f"dropped `{tag}` for panel {frame.panel_id!r}: it is not open")
+        elif isinstance(frame, ep.PanelRender):
+            owner.deliver(
+                ap.encode(
+                    ap.PanelRenderPush(
+                        ext.name, frame.panel_id, frame.title, frame.lines, frame.footer
+                    )
+                )
+            )
+        else:
+            self._panel_closed(key, "extension")
+
+    def _push_state(self, ext: Extension) -> None:
+        if not self.subscribers:
+            return
+        frame = ap.ExtensionStatePush(
+            extension=ext.name,
+            state=ext.state,
+            commands=self.registry.commands_of(ext.name),
+            tools=self.registry.tools_of(ext.name),
+            error=ext.last_error
+            if ext.state in (State.FAILED, State.RESTARTING, State.UNTRUSTED)
+            else "",
+        )
+        self._push(ap.encode(frame))
+
+    def _push(self, frame: bytes) -> None:
+        for sub in list(self.subscribers):
+            sub.push(frame)
+
+    # --- requests -----------------------------------------------------------------
+
+    def info_of(self, ext: Extension) -> ap.ExtensionInfo:
+        """An extension as ``list_extensions`` shows it."""
+        commands = [c.name for c in self.registry.commands_of(ext.name)]
+        tools = [t.name for t in self.registry.tools_of(ext.name)]
+        why = self.why_not(ext)
+        hint = why.clause() if why is not None else ""
+        return ext.info(commands, tools, self.registry.shadowed_of(ext.name), hint)
+
+    def list_extensions(self) -> ap.ExtensionsData:
+        """Every extension, by name."""
+        return ap.ExtensionsData(
+            extensions=[self.info_of(self.extensions[n]) for n in sorted(self.extensions)]
+        )
+
+    def list_commands(self) -> ap.CommandsData:
+        return ap.CommandsData(
+            commands=self.registry.command_infos(), shadowed=self.registry.shadowed("command")
+        )
+
+    def list_tools(self) -> ap.ToolsData:
+        return ap.ToolsData(
+            tools=self.registry.tool_infos(), shadowed=self.registry.shadowed("tool")
+        )
+
+    def why_not(self, ext: Extension) -> hints.Why | None:
+        """Why ``ext`` serves nothing now and what to do, or ``None`` if it is ready."""
+        return lookup.why_not(ext, self.root)
+
+    def missing(self, kind: str, name: str) -> RequestError:
+        """The error for a command or tool (``kind``) no running extension holds."""
+        return lookup.missing(self.registry, self.extensions, self.root, kind, name)
+
+    async def invoke_command(
+        self, name: str, args: str, client: Subscriber | None = None
+    ) -> ap.InvokeData:
+        """Runs ``/name``; bounded by ``command_timeout``. A panel the
+        extension opens belongs to ``client``: its frames go there."""
+        name = name.removeprefix("/")
+        cmd = self.registry.commands.get(name)
+        if cmd is None:
+            raise self.missing("command", name)
+        ext = self.extensions[cmd.extension]
+        args = args.strip()
+        timeout = self._config.command_timeout
+
+        def opened(reply: ep.CommandResponse) -> None:
+            # Now, in the reader: the extension may redraw the panel in its
+            # very next frame.
+            if reply.open_panel is not None and client is not None:
+                self._open_panel(ext, reply.open_panel.id, client)
+
+        with trio.move_on_after(timeout) as scope:
+            reply = await ext.request(
+                lambda rid: ep.encode(ep.CommandInvoked(id=rid, name=name, args=args)),
+                ep.CommandResponse,
+                on_reply=opened,
+            )
+        if scope.cancelled_caught:
+            raise RequestError(
+                ap.ErrorCode.TIMEOUT, f"/{name} ({ext.name}) did not answer within {timeout:g} s"
+            )
+        action, error = reply.action, reply.error
+        if action not in ep.ACTIONS:
+            error = error or f"extension {ext.name!r} answered with unknown action {action!r}"
+            action = "noop"
+        return ap.InvokeData(
+            extension=ext.name,
+            action=action,
+            prompt=reply.prompt,
+            insert=reply.insert,
+            display=reply.display,
+            error=error,
+            open_panel=reply.open_panel,
+        )
+
+    # --- panels -------------------------------------------------------------------
+
+    def _open_panel(self, ext: Extension, panel_id: str, client: Subscriber) -> None:
+        key = (ext.name, panel_id)
+        before = self._panels.get(key)
+        if before is not None and before is not client:
+            self._panel_closed(key, "moved")  # opened again, by another client: it moves
+        self._panels[key] = client
+
+    def _panel_closed(self, key: tuple[str, str], reason: str) -> None:
+        """Forgets an open panel and tells the client that had it why."""
+        owner = self._panels.pop(key)
+        owner.deliver(ap.encode(ap.PanelClosePush(key[0], key[1], reason=reason)))
+
+    def _close_panel(self, key: tuple[str, str]) -> None:
+        del self._panels[key]
+        ext = self.extensions.get(key[0])
+        if ext is not None:
+            ext.send_nowait(ep.encode(ep.PanelClose(panel_id=key[1])))
+
+    def panel_input(
+        self, client: Subscriber, req: ap.PanelKey | ap.PanelResize | ap.PanelClose
+    ) -> None:
+        """Passes a client's key, resize or close on to the panel's extension.
+
+        Raises:
+            RequestError: the client has no such panel open, or (without
+                ``extension``) more than one; the extension's input is full.
+        """
+        owned = [
+            key
+            for key, owner in self._panels.items()
+            if owner is client
+            and key[1] == req.panel_id
+            and (not req.extension or key[0] == req.extension)
+        ]
+        if not owned:
+            whose = f" of extension {req.extension!r}" if req.extension else ""
+            raise RequestError(
+                ap.ErrorCode.NOT_FOUND,
+                f"no panel {req.panel_id!r}{whose} is open on this connection",
+            )
+        if len(owned) > 1:
+            names = sorted(key[0] for key in owned)
+            raise RequestError(
+                ap.ErrorCode.BAD_REQUEST,
+                f"panels {req.panel_id!r} of {names} are open: say which with `extension`",
+            )
+        key = owned[0]
+        if isinstance(req, ap.PanelClose):
+            self._close_panel(key)
+            return
+        frame: ep.PanelKey | ep.PanelResize
+        if isinstance(req, ap.PanelKey):
+            frame = ep.PanelKey(panel_id=req.panel_id, key=req.key, text=req.text)
+        else:
+            frame = ep.PanelResize(panel_id=req.panel_id, width=req.width, height=req.height)
+        ext = self.extensions.get(key[0])
+        if ext is None or not ext.send_nowait(ep.encode(frame)):
+            raise RequestError(
+                ap.ErrorCode.EXTENSION_FAILED,
+                f"extension {key[0]!r} is not taking input (not running, or not reading it)",
+            )
+
+    def start_call(
+        self,
+        name: str,
+        args: msgspec.Raw,
+        timeout_s: float | None,
+        done: Callable[[ap.CallData | RequestError], None],
+        *,
+        alone: bool = True,
+        progress: Callable[[str, ep.ToolProgress], None] | None = None,
+    ) -> Callable[[], None]:
+        """Starts a tool call, bounded by ``timeout_s`` or ``tool_timeout``.
+
+        ``alone=False`` says other calls are being started in the same breath
+        (see :meth:`Extension.ask`). ``progress(extension, frame)`` gets the
+        call's ``tool_progress`` frames.
+
+        ``done`` gets the result, or the error, exactly once (from the task
+        that reads the extension's reply, or from its expiry task), unless
+        the call is withdrawn first with the function this returns.
+
+        Raises:
+            RequestError: no such tool, bad arguments, the extension is not running.
+        """
+        tool = self.registry.tools.get(name)
+        if tool is None:
+            raise self.missing("tool", name)
+        if not is_json_object(args):
+            raise RequestError(ap.ErrorCode.BAD_REQUEST, "`args` must be a JSON object")
+        if timeout_s is not None and timeout_s <= 0:
+            raise RequestError(ap.ErrorCode.BAD_REQUEST, "`timeout_s` must be positive")
+        ext = self.extensions[tool.extension]
+        timeout = timeout_s if timeout_s is not None else self._config.tool_timeout
+
+        def on_reply(outcome: ep.ToolResult | RequestError) -> None:
+            if not isinstance(outcome, RequestError):
+                done(ap.CallData(ext.name, outcome.content, outcome.is_error))
+            elif outcome.code == ap.ErrorCode.TIMEOUT:
+                msg = f"tool {name!r} ({ext.name}) did not answer within {timeout:g} s"
+                done(RequestError(ap.ErrorCode.TIMEOUT, msg))
+            else:
+                done(outcome)
+
+        rid = ext.ask(
+            lambda rid: ep.encode(ep.ToolCall(id=rid, name=name, args=args)),
+            ep.ToolResult,
+            on_reply,
+            timeout=timeout,
+            alone=alone,
+            progress=None if progress is None else functools.partial(progress, ext.name),
+        )
+        return functools.partial(ext.withdraw, rid)
+
+    async def call_tool(self, name: str, args: msgspec.Raw, timeout_s: float | None) -> ap.CallData:
+        """:meth:`start_call`, awaited: returns the result or raises its error."""
+        result: list[ap.CallData | RequestError] = []
+        finished = trio.Event()
+
+        def done(outcome: ap.CallData | RequestError) -> None:
+            result.append(outcome)
+            finished.set()
+
+        withdraw = self.start_call(name, args, timeout_s, done)
+        try:
+            await finished.wait()
+        finally:
+            withdraw()
+        if isinstance(result[0], RequestError):
+            raise result[0]
+        return result[0]
+
+    def emit_event(self, event: str, payload: dict[str, msgspec.Raw]) -> ap.EmitData:
+        """Queues the event for every running subscriber; never waits on one."""
+        line = ep.encode_event(payload)
+        delivered = [
+            ext.name
+            for ext in self.extensions.values()
+            if event in ext.events and ext.send_nowait(line)
+        ]
+        return ap.EmitData(delivered=delivered)
+
+    async def intercept(self, event: str, payload: dict[str, msgspec.Raw]) -> ap.InterceptData:
+        """Asks the extensions intercepting ``event`` whether it may go ahead.
+
+        Their verdicts count in order of priority, then name; the first
+        block wins and rewrites chain (see :mod:`zotd.runtime.intercept`). The whole
+        decision is bounded by ``intercept_timeout``; a guard that has not
+        answered by then, or that fails, counts as allow (reference,
+        "event_intercept_response"). Rewritten tool arguments must fit the
+        tool's schema (for an extension's tool), else the call is blocked.
+        """
+        payload = {"event": _EVENT_NAMES[event], **payload}
+        guards = order(
+            [e for e in self.extensions.values() if event in e.intercepts and e.running],
+            self._priority,
+        )
+        if not guards:
+            await trio.lowlevel.checkpoint()
+            return ap.InterceptData(block=False)
+        decision = Decision(guards, event, payload, self._rewriters)
+        out = await decision.run(self._config.intercept_timeout)
+        if out.args is not None and not out.blocked_by:
+            self._check_rewritten_args(payload, out)
+        if out.blocked_by:
+            return ap.InterceptData(block=True, reason=out.reason, extension=out.blocked_by)
+        return ap.InterceptData(
+            block=False, args=out.args, text=out.text, rewritten_by=out.rewritten_by
+        )
+
+    def _priority(self, name: str) -> int:
+        manifest = self.extensions[name].found.manifest
+        return self._config.priority_for(name, manifest.priority if manifest else 0)
+
+    def _check_rewritten_args(self, payload: dict[str, msgspec.Raw], out: Outcome) -> None:
+        # Rewritten arguments of an extension's tool must still fit its schema.
+        try:
+            tool_name = msgspec.json.decode(payload.get("tool_name", b'""'))
+        except msgspec.DecodeError:
+            return
+        tool = self.registry.tools.get(tool_name) if isinstance(tool_name, str) else None
+        if tool is None or out.args is None:
+            return
+        error = tool.check_args(out.args)
+        if error is None:
+            return
+        last = out.rewritten_by[-1]
+        reason = (
+            f"the arguments of tool {tool_name!r} as rewritten by "
+            f"{', '.join(repr(n) for n in out.rewritten_by)} do not fit its schema: {error}"
+        )
+        log.info("intercept: refused a rewrite: %s", reason)
+        ext = self.extensions.get(last)
+        if ext is not None:
+            ext.note(f"rewrite refused: {reason}")
+        out.block(last, reason)
