@@ -15,7 +15,7 @@ import msgspec
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client.connection import Client, NotRunning, ZotdError, connect
+from ..client import Client, NotRunning, ZotdError, connect
 from ..model.config import Config, ConfigError, load_config
 from ..model.paths import Paths
 from .argv import Misplaced

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cyclopts import App
 
-from ..client.connection import Client
+from ..client import Client
 from ..model import manage, trust
 from ..protocol import agent as ap
 from . import ext_logs

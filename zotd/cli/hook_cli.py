@@ -33,7 +33,7 @@ import msgspec
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client.connection import Client, ZotdError, connect
+from ..client import Client, ZotdError, connect
 from ..model.config import ConfigError
 from ..protocol import agent as ap
 from .common import Where, die, print_json, resolve, run_async, token_for

@@ -20,7 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client.connection import Client, ZotdError
+from ..client import Client, ZotdError
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
 from . import ext_cli, hook_cli

@@ -19,8 +19,7 @@ import trio
 from cyclopts import App, Parameter
 
 from .. import __version__
-from ..client import autostart
-from ..client.connection import Client, NotRunning, ZotdError, connect
+from ..client import Client, NotRunning, ZotdError, autostart, connect
 from ..model import service
 from ..model.config import Config
 from ..model.logfiles import size_of, tail

@@ -39,7 +39,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from .. import __version__
-from ..client.connection import Client, ZotdError, connect
+from ..client import Client, ZotdError, connect
 from ..protocol import agent as ap
 from ..protocol.extension import ImageBlock, TextBlock
 
