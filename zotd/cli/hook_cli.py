@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
-import msgspec
 from cyclopts import App, Parameter
 
 from .. import __version__
 from ..client import Client, ZotdError, connect
+from ..integrations import claude_hooks as hooks
+from ..integrations.claude_hooks import P
 from ..model.config import ConfigError
 from ..protocol import agent as ap
 from .common import Where, die, print_json, resolve, run_async, token_for
@@ -42,42 +43,9 @@ app = App(name="hook", help="Answer other agents' hooks with zot's guards and ev
 
 T = TypeVar("T")
 
-#: Claude Code's tools that are zot's built-in ones under another name, with
-#: the same arguments. Other tools are passed on under their own names.
-TOOL_NAMES = {"Bash": "bash"}
-
 #: Seconds ``zot hook`` waits beyond the daemon's own deadlines (joining the
 #: workspace: ``ready_grace``; the guards' verdict: ``intercept_timeout``).
 SLACK = 2.0
-
-
-def zot_tool_name(name: str) -> str:
-    """The name a zot guard sees for the agent's tool ``name``."""
-    return TOOL_NAMES.get(name, name)
-
-
-# --- payloads ---------------------------------------------------------------------------
-
-
-class _Payload(msgspec.Struct, kw_only=True):
-    """The fields every hook payload has (others are ignored)."""
-
-    hook_event_name: str
-    cwd: str = ""
-    session_id: str = ""
-
-
-class _SessionStart(_Payload, kw_only=True):
-    source: str = ""
-
-
-class _ToolUse(_Payload, kw_only=True):
-    tool_name: str
-    tool_input: dict[str, Any]
-    tool_use_id: str = ""
-
-
-P = TypeVar("P", bound=_Payload)
 
 
 class _NoAnswer(Exception):
@@ -85,7 +53,7 @@ class _NoAnswer(Exception):
 
 
 class _BadPayload(_NoAnswer):
-    """stdin does not hold a payload of the expected event."""
+    """stdin does not hold a payload of the expected event (or no cwd to join)."""
 
 
 class _Unreachable(_NoAnswer):
@@ -94,30 +62,10 @@ class _Unreachable(_NoAnswer):
 
 def _read(kind: type[P], events: tuple[str, ...]) -> P:
     """The payload on stdin, of one of ``events``."""
-    data = sys.stdin.buffer.read()
-    if not data.strip():
-        raise _BadPayload("stdin is empty: expected the hook's JSON payload")
     try:
-        fields = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise _BadPayload(f"the payload on stdin is not JSON: {exc}") from None
-    if not isinstance(fields, dict):
-        raise _BadPayload("the payload on stdin is not a JSON object")
-    # The event first: a payload of another event is a hook registered
-    # under the wrong one, whatever fields it lacks.
-    event = fields.get("hook_event_name")
-    expected = " or ".join(repr(e) for e in events)
-    if event is None:
-        raise _BadPayload(f"the payload has no hook_event_name (expected {expected})")
-    if event not in events:
-        raise _BadPayload(
-            f"the payload is for hook_event_name {event!r}, not {expected} "
-            "(is the hook registered under the right event?)"
-        )
-    try:
-        return msgspec.convert(fields, kind)
-    except msgspec.ValidationError as exc:
-        raise _BadPayload(f"the payload on stdin does not fit: {exc}") from None
+        return hooks.parse(sys.stdin.buffer.read(), kind, events)
+    except hooks.BadPayload as exc:
+        raise _BadPayload(str(exc)) from None
 
 
 # --- talking to zotd --------------------------------------------------------------------
@@ -144,7 +92,7 @@ class HookOptions:
 def _talk(
     opts: HookOptions,
     where: Where | None,
-    payload: _Payload,
+    payload: hooks.Payload,
     body: Callable[[Client], Awaitable[T]],
 ) -> T:
     """Joins the workspace and runs ``body``, all within the time allowed.
@@ -192,17 +140,6 @@ def _check(opts: HookOptions | None) -> HookOptions:
 # --- the commands -----------------------------------------------------------------------
 
 
-def _decision(decision: str, reason: str) -> dict[str, Any]:
-    """A PreToolUse answer carrying a permission decision."""
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason,
-        }
-    }
-
-
 @app.command(name="pre-tool-use")
 def pre_tool_use(
     *,
@@ -231,11 +168,13 @@ def pre_tool_use(
     """
     o = _check(opts)
     try:
-        payload = _read(_ToolUse, ("PreToolUse",))
+        payload = _read(hooks.ToolUse, ("PreToolUse",))
 
         async def ask(zot: Client) -> ap.InterceptData:
             return await zot.intercept(
-                zot_tool_name(payload.tool_name), payload.tool_input, tool_id=payload.tool_use_id
+                hooks.zot_tool_name(payload.tool_name),
+                payload.tool_input,
+                tool_id=payload.tool_use_id,
             )
 
         verdict = _talk(o, where, payload, ask)
@@ -247,26 +186,12 @@ def pre_tool_use(
             raise
         why = f"internal error: {exc!r}"
     else:
-        if verdict.block:
-            print_json(_decision("deny", verdict.reason))
-        elif verdict.args is not None:
-            # A guard rewrote the input: run the rewritten one. Without
-            # --approve the user is still asked, and sees what will run.
-            answer = _decision(
-                "allow" if approve else "ask",
-                f"input rewritten by zot's guards: {', '.join(verdict.rewritten_by)}",
-            )
-            answer["hookSpecificOutput"]["updatedInput"] = verdict.args
-            print_json(answer)
-        elif approve:
-            print_json(_decision("allow", "no guard of zot objects"))
-        else:
-            print_json({})
+        print_json(hooks.pre_tool_use_answer(verdict, approve=approve))
         return 0
     note = f"zot hook pre-tool-use: {why}"
     if fail_closed:
         print(note, file=sys.stderr)
-        print_json(_decision("deny", f"{note}; denied (--fail-closed)"))
+        print_json(hooks.decision("deny", f"{note}; denied (--fail-closed)"))
         return 0
     print(f"{note}; the call is not guarded", file=sys.stderr)
     return 1
@@ -312,11 +237,11 @@ def session_start(*, opts: HookOptions | None = None, where: Where | None = None
     (with a note on stderr); 1 if the payload cannot be read.
     """
     return _forward(
-        _SessionStart,
+        hooks.SessionStart,
         ("SessionStart",),
         "session-start",
         "session_start",
-        lambda p: {"session_id": p.session_id, "source": p.source},
+        hooks.session_start_event,
         opts,
         where,
     )
@@ -332,16 +257,11 @@ def post_tool_use(*, opts: HookOptions | None = None, where: Where | None = None
     0, also when zotd is not running; 1 if the payload cannot be read.
     """
     return _forward(
-        _ToolUse,
+        hooks.ToolUse,
         ("PostToolUse", "PostToolUseFailure"),
         "post-tool-use",
         "tool_call",
-        lambda p: {
-            "tool_id": p.tool_use_id,
-            "tool_name": zot_tool_name(p.tool_name),
-            "tool_args": p.tool_input,
-            "session_id": p.session_id,
-        },
+        hooks.tool_call_event,
         opts,
         where,
     )
@@ -356,11 +276,11 @@ def stop(*, opts: HookOptions | None = None, where: Where | None = None) -> int:
     running; 1 if the payload cannot be read.
     """
     return _forward(
-        _Payload,
+        hooks.Payload,
         ("Stop",),
         "stop",
         "turn_end",
-        lambda p: {"stop": "end_turn", "session_id": p.session_id},
+        hooks.turn_end_event,
         opts,
         where,
     )

@@ -1,0 +1,1 @@
+"""Integrations, sans-IO: plain functions over payloads and answers."""
