@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from ..model.errors import RequestError
 from ..model.manifest import Found, Scope, discover
 from ..model.paths import Paths
 from ..model.registry import Registry
+from ..model.restart import GiveUp, RestartTracker
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
@@ -172,39 +172,30 @@ class Workspace:
         until it is reloaded. A stop (shutdown, reload, removal) ends this at
         once, during a backoff too.
         """
-        recent: deque[float] = deque()
+        tracker = RestartTracker(self._config.restart_for(ext.name))
         while True:
             await ext.run()
             reason = ext.ended_on_its_own()
             if reason is None or self.stopping or self.extensions.get(ext.name) is not ext:
                 return
-            policy = self._config.restart_for(ext.name)
-            if policy.policy == "never" or (policy.policy == "on-failure" and ext.exit_code == 0):
+            decision = tracker.on_exit(trio.current_time(), ext.exit_code)
+            if decision is None:
                 return
-            now = trio.current_time()
-            while recent and recent[0] <= now - policy.window:
-                recent.popleft()
-            if len(recent) >= policy.intensity:
+            ext.last_error = decision.message(reason)
+            ext.note(ext.last_error)
+            if isinstance(decision, GiveUp):
                 ext.state = State.FAILED
-                ext.last_error = (
-                    f"{reason}; restarted {len(recent)} times in {policy.window:g} s, so it is "
-                    "left stopped until `zot ext reload`"
-                )
-                ext.note(ext.last_error)
                 self._push_state(ext)
                 return
-            delay = min(policy.backoff_initial * 2 ** len(recent), policy.backoff_max)
             ext.state = State.RESTARTING
-            ext.restart_at = trio.current_time() + delay
-            ext.last_error = f"{reason}; restarting in {delay:g} s"
-            ext.note(ext.last_error)
+            ext.restart_at = trio.current_time() + decision.delay
             self._push_state(ext)
-            with trio.move_on_after(delay):
+            with trio.move_on_after(decision.delay):
                 await ext.stop_requested.wait()
             if ext.stop_requested.is_set() or self.stopping:
                 ext.state = State.EXITED
                 return
-            recent.append(trio.current_time())
+            tracker.restarted(trio.current_time())
             new = self._new(ext.found)
             new.restarts = ext.restarts + 1
             new.restart_reason = reason
