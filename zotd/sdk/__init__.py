@@ -23,8 +23,16 @@ calls (:func:`block`, :func:`rewrite`, :func:`replace_text`), and a command
 may open a :class:`Panel`, redrawn with ``ext.render_panel()``, with
 ``@ext.on_panel_key`` and friends for what the user does in it.
 
-Importing it loads neither trio nor the daemon: only msgspec and the
-standard library. See docs/sdk.md.
+Importing it loads neither trio nor the daemon: only msgspec, platformdirs
+and the standard library. It imports nothing of zotd but ``zotd.protocol``
+(an import-linter contract holds it to that). Its modules: ``extension``
+(the ``Extension`` object: decorators and what handlers call), ``handlers``
+(what was registered, and the opening frames), ``runtime`` (frames
+dispatched to handlers on asyncio: tasks, cancellation, replies),
+``requests`` (a request in flight and its merged progress), ``stdio``
+(reading and writing the frames' lines), ``schema`` (tool schemas from
+signatures) and ``results`` (what handlers return, as frames). See
+docs/sdk.md.
 """
 
 from .extension import Extension

@@ -1,0 +1,335 @@
+"""The SDK's runtime: the host's frames dispatched to the extension's handlers.
+
+:meth:`Runtime.main` runs on an asyncio loop (no trio, no daemon code): it
+sends the opening frames (``hello``, the registrations, ``subscribe``,
+``ready``), then answers every frame in a task of its own (plain functions
+run in a worker thread), so a slow tool never holds up another call, a guard
+or ``shutdown``; writes each reply whole, from the event loop only; answers
+``shutdown`` with ``shutdown_ack`` and returns.
+
+A request is a :class:`~zotd.sdk.requests.Request`, known by id while it
+runs. A ``cancel`` from the host cancels the request's task and marks it,
+and nothing is sent for it afterwards. Panel events are handled one at a
+time, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import sys
+import traceback
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import msgspec
+
+from ..protocol import extension as ep
+from ..protocol.frames import FrameError, UnknownFrame
+from . import results
+from .handlers import PANEL_EVENTS, Handlers
+from .requests import Kind, Request, current
+from .schema import ArgumentError
+from .stdio import Stdio
+
+#: Plain-function handlers that may run at once.
+HANDLER_THREADS = 256
+
+_encoder = msgspec.json.Encoder()
+
+_Work = Callable[[Request], Coroutine[Any, Any, None]]
+
+
+class Runtime:
+    """One run of an extension: its loop, its tasks and the requests in flight.
+
+    Args:
+        name: the extension's name (``hello``; its worker threads' prefix).
+        version: its version (``hello``).
+        handlers: what it registered.
+        stdio: where its frames' lines come and go.
+        log: writes a line to its log (stderr).
+        on_host: given the host's ``hello_ack``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        handlers: Handlers,
+        stdio: Stdio,
+        log: Callable[..., None],
+        on_host: Callable[[ep.HelloAck], None],
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.handlers = handlers
+        self.log = log
+        self._stdio = stdio
+        self._on_host = on_host
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._requests: dict[str, Request] = {}
+        self._panel_lock = asyncio.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def main(self) -> None:
+        """Speaks the protocol until ``shutdown``, or until stdin is closed and
+        every request asked has been answered."""
+        self.loop = asyncio.get_running_loop()
+        # Plain-function handlers each get a thread: many slow tools must not
+        # starve a guard (which has 5 s) or the rest of the calls.
+        # (Not the loop's default executor: asyncio.run would wait for its
+        # threads at exit, and a slow handler would hold up `shutdown`.)
+        self._executor = ThreadPoolExecutor(
+            max_workers=HANDLER_THREADS, thread_name_prefix=self.name
+        )
+        await self._stdio.open()
+        for frame in self.handlers.opening(self.name, self.version):
+            self.send(frame)
+        while True:
+            line = await self._stdio.readline()
+            if not line:
+                # The host closed stdin: finish what was asked, then go.
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+                return
+            if self._on_line(line):
+                return
+
+    def _on_line(self, line: bytes) -> bool:
+        """Handles one frame; ``True`` once the extension should exit."""
+        try:
+            frame = ep.decode_host_frame(line)
+        except FrameError as exc:
+            self.log(f"skipped a malformed frame ({exc.message})")
+            return False
+        if isinstance(frame, UnknownFrame):
+            return False  # a newer host's frame: ignore it
+        if isinstance(frame, ep.HelloAck):
+            self._on_host(frame)
+        elif isinstance(frame, ep.Shutdown):
+            self.send(ep.ShutdownAck())
+            return True
+        elif isinstance(frame, ep.ToolCall):
+            self._start(frame.id, "tool", lambda r: self._call_tool(r, frame))
+        elif isinstance(frame, ep.CommandInvoked):
+            self._start(frame.id, "command", lambda r: self._invoke(r, frame))
+        elif isinstance(frame, ep.EventIntercept):
+            self._start(frame.id, "intercept", lambda r: self._intercept(r, frame, line))
+        elif isinstance(frame, ep.Cancel):
+            self._cancel(frame.id)
+        elif isinstance(frame, ep.LifecycleEvent):
+            for handler in self.handlers.observers.get(frame.event, ()):
+                self._spawn(self._observe(handler, line))
+        elif isinstance(frame, ep.PanelKey | ep.PanelResize | ep.PanelClose):
+            on_panel = self.handlers.panel.get(PANEL_EVENTS[type(frame)])
+            if on_panel is not None:
+                self._spawn(self._on_panel(on_panel, frame))
+        return False
+
+    # --- tasks and cancellation ---------------------------------------------------------
+
+    def _spawn(self, work: Awaitable[None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _start(self, rid: str, kind: Kind, work: _Work) -> None:
+        """Handles a request in a task of its own, known by ``rid`` until it ends."""
+        request = Request(rid, kind)
+        self._requests[rid] = request
+        request.task = self._spawn(self._serve(request, work))
+
+        def done(_: asyncio.Task[None]) -> None:
+            request.finish()
+            if self._requests.get(rid) is request:
+                del self._requests[rid]
+
+        request.task.add_done_callback(done)
+
+    async def _serve(self, request: Request, work: _Work) -> None:
+        # (The coroutine is made here, so that none is left unawaited when
+        # a cancel comes before the task has started.)
+        current.set(request)  # this task's context, copied into worker threads
+        await work(request)
+
+    def _cancel(self, rid: str) -> None:
+        """The host stopped waiting for ``rid``: cancel it, if it still runs."""
+        request = self._requests.pop(rid, None)
+        if request is None:
+            return  # answered already, or never asked: nothing to do
+        request.cancelled = True
+        request.finish()
+        if request.task is not None:
+            request.task.cancel()
+
+    # --- the kinds of work ------------------------------------------------------------
+
+    async def _call_tool(self, request: Request, frame: ep.ToolCall) -> None:
+        tool = self.handlers.tools.get(frame.name)
+        if tool is None:
+            reply = results.tool_frame(frame.id, results.tool_error(f"no tool {frame.name!r}"))
+        else:
+            try:
+                args, kwargs = tool.signature.arguments(bytes(frame.args))
+                value = await self._call(tool.handler, *args, **kwargs)
+                reply = results.tool_frame(frame.id, value)
+            except ArgumentError as exc:
+                reply = results.tool_frame(frame.id, results.tool_error(str(exc)))
+            except Exception as exc:
+                self._report(f"tool {frame.name!r}")
+                reply = results.tool_frame(frame.id, results.tool_error(_describe(exc)))
+        self._answer(
+            request,
+            reply,
+            lambda why: results.tool_frame(
+                frame.id, results.tool_error(f"the tool's result cannot be sent: {why}")
+            ),
+        )
+
+    async def _invoke(self, request: Request, frame: ep.CommandInvoked) -> None:
+        command = self.handlers.commands.get(frame.name)
+        if command is None:
+            reply = ep.CommandResponse(id=frame.id, error=f"no command /{frame.name}")
+        else:
+            try:
+                reply = results.command_frame(
+                    frame.id, await self._call(command.handler, frame.args)
+                )
+            except Exception as exc:
+                self._report(f"command /{frame.name}")
+                reply = ep.CommandResponse(id=frame.id, error=_describe(exc))
+        self._answer(
+            request,
+            reply,
+            lambda why: ep.CommandResponse(
+                id=frame.id, error=f"the command's answer cannot be sent: {why}"
+            ),
+        )
+
+    async def _intercept(self, request: Request, frame: ep.EventIntercept, line: bytes) -> None:
+        guard = self.handlers.guards.get(frame.event)
+        reply = results.intercept_frame(frame.id, None)
+        if guard is not None:
+            try:
+                if guard.spread:
+                    args = frame.tool_args if isinstance(frame.tool_args, dict) else {}
+                    verdict = await self._call(guard.handler, frame.tool_name or "", args)
+                else:
+                    event = msgspec.json.decode(line)
+                    event.pop("type", None)
+                    event.pop("id", None)
+                    verdict = await self._call(guard.handler, event)
+                reply = results.intercept_frame(frame.id, verdict, frame.event)
+            except Exception:
+                # A broken guard allows, as the host would.
+                self._report(f"the {frame.event} guard")
+        self._answer(request, reply, lambda why: results.intercept_frame(frame.id, None))
+
+    async def _observe(self, handler: Callable[..., Any], line: bytes) -> None:
+        try:
+            event = msgspec.json.decode(line)
+            event.pop("type", None)
+            await self._call(handler, event)
+        except Exception:
+            self._report(f"the {getattr(handler, '__name__', 'event')} observer")
+
+    async def _on_panel(
+        self, handler: Callable[..., Any], frame: ep.PanelKey | ep.PanelResize | ep.PanelClose
+    ) -> None:
+        # One at a time, in the order they came (the lock is fair): a panel
+        # must see "down, down, enter" in that order.
+        async with self._panel_lock:
+            try:
+                if isinstance(frame, ep.PanelKey):
+                    value = await self._call(handler, frame.panel_id, frame.key, frame.text)
+                elif isinstance(frame, ep.PanelResize):
+                    value = await self._call(handler, frame.panel_id, frame.width, frame.height)
+                else:
+                    value = await self._call(handler, frame.panel_id)
+            except Exception:
+                self._report(f"the panel_{PANEL_EVENTS[type(frame)]} handler")
+                return
+            if isinstance(value, results.Panel) and not isinstance(frame, ep.PanelClose):
+                self.send(results.render_frame(value))
+
+    async def _call(self, handler: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Awaits an ``async def`` handler; runs a plain one in a worker thread."""
+        if inspect.iscoroutinefunction(handler):
+            return await handler(*args, **kwargs)
+        loop = asyncio.get_running_loop()
+        # run_in_executor does not carry the context over: do it, so that
+        # progress() and cancelled() know their request in the thread too.
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(context.run, handler, *args, **kwargs)
+        )
+
+    # --- writing --------------------------------------------------------------------------
+
+    def send(self, frame: msgspec.Struct) -> None:
+        """Writes ``frame``; only ever called on the event loop's thread: one
+        frame, one write loop, never interleaved with another."""
+        try:
+            line = _encoder.encode(frame) + b"\n"
+        except Exception:  # a notify() with text that is not valid Unicode, say
+            self._report("encoding a frame")
+            return
+        self._stdio.write(line)
+
+    def queue_progress(self, request: Request, frame: ep.ToolProgress) -> None:
+        """On the loop: sends ``frame`` for ``request`` now, or merged, later."""
+        assert self.loop is not None
+        request.queue_progress(frame, self.loop, self.send)
+
+    def _answer(
+        self,
+        request: Request,
+        frame: msgspec.Struct,
+        instead: Callable[[str], msgspec.Struct],
+    ) -> None:
+        """Sends the reply to ``request``, unless the host has cancelled it
+        (it would drop the reply, and count it)."""
+        if request.cancelled:
+            return
+        if request.progress is not None:  # merged, not sent yet: it goes first
+            self.send(request.progress)
+        request.finish()
+        # A reply is owed: if the handler's answer cannot be encoded (a str
+        # with lone surrogates, from a file name, say), say so instead.
+        try:
+            line = _encoder.encode(frame) + b"\n"
+        except Exception as exc:
+            self._report("encoding a reply")
+            line = _encoder.encode(instead(_describe(exc))) + b"\n"
+        self._stdio.write(line)
+
+    def soon(self, what: str, do: Callable[..., None], *args: Any) -> None:
+        """Runs ``do(*args)`` on the event loop: now if called there, else soon."""
+        loop = self.loop
+        if loop is None:
+            raise RuntimeError(f"{what}() works once run() has started")
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            do(*args)
+            return
+        try:
+            loop.call_soon_threadsafe(do, *args)
+        except RuntimeError:
+            pass  # the loop is closed: the extension is leaving
+
+    def _report(self, what: str) -> None:
+        self.log(f"{what} failed:")
+        traceback.print_exc(file=sys.stderr)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
