@@ -1,4 +1,8 @@
-"""Developer tasks. `nox` runs tests, lint and typecheck, as CI does."""
+"""Developer tasks. `nox` runs tests, lint and typecheck, as CI does.
+
+Each session installs one of the project's extras (pyproject.toml), where
+the tools' versions are pinned: nothing here names a version.
+"""
 
 from __future__ import annotations
 
@@ -19,16 +23,19 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Check style and formatting with ruff."""
-    session.install("ruff>=0.6")
+    """Check style and formatting with ruff, and the layers with import-linter."""
+    # The package itself too: import-linter reads the import graph of an
+    # importable zotd.
+    session.install("-e", ".[lint]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
 
 
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """Type-check with mypy (strict on zotd/)."""
-    session.install("-e", ".[typecheck]", "nox")
+    session.install("-e", ".[typecheck]")
     session.run("mypy")
 
 
