@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import msgspec
 import trio
@@ -34,25 +33,13 @@ from ..protocol.frames import is_json_object
 from . import lookup
 from .extension import Extension, State
 from .intercept import Decision, Outcome, order
+from .panels import Panels, Subscriber
 from .process import Spawner
 
 log = logging.getLogger(__name__)
 
 #: The interceptable events' names, encoded once (the `event` of a payload).
 _EVENT_NAMES = {name: msgspec.Raw(msgspec.json.encode(name)) for name in ep.INTERCEPTABLE}
-
-
-class Subscriber(Protocol):
-    """A client connection that takes push frames."""
-
-    def push(self, frame: bytes) -> None:
-        """Queues an encoded push frame if the client subscribed; never blocks."""
-        ...
-
-    def deliver(self, frame: bytes) -> None:
-        """Queues an encoded push frame meant for this client alone (its
-        panels, its calls' progress), subscribed or not; never blocks."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +85,8 @@ class Workspace:
         self._stop = trio.Event()
         self._stop_code = ap.ErrorCode.EXTENSION_FAILED
         self._clients_changed = trio.Event()
-        #: Open panels: (extension, panel id) -> the client that opened it.
-        self._panels: dict[tuple[str, str], Subscriber] = {}
+        #: Open panels and who opened each.
+        self.panels = Panels(self.extensions)
         #: Guards that have rewritten an event (see zotd.runtime.intercept).
         self._rewriters: set[str] = set()
 
@@ -289,9 +276,7 @@ class Workspace:
         self.clients -= 1
         if subscriber is not None:
             self.subscribers.discard(subscriber)
-            for key, owner in list(self._panels.items()):
-                if owner is subscriber:
-                    self._close_panel(key)
+            self.panels.client_left(subscriber)
         self._wake_idle_watch()
 
     def _wake_idle_watch(self) -> None:
@@ -358,26 +343,11 @@ class Workspace:
 
     def on_exit(self, ext: Extension) -> None:
         self.registry.remove(ext.name)
-        for key in [key for key in self._panels if key[0] == ext.name]:
-            self._panel_closed(key, "stopped")
+        self.panels.extension_stopped(ext.name)
         self._push_state(ext)
 
     def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
-        key = (ext.name, frame.panel_id)
-        owner = self._panels.get(key)
-        if owner is None:
-            tag = type(frame).__struct_config__.tag
-            ext.note(f"dropped `{tag}` for panel {frame.panel_id!r}: it is not open")
-        elif isinstance(frame, ep.PanelRender):
-            owner.deliver(
-                ap.encode(
-                    ap.PanelRenderPush(
-                        ext.name, frame.panel_id, frame.title, frame.lines, frame.footer
-                    )
-                )
-            )
-        else:
-            self._panel_closed(key, "extension")
+        self.panels.on_frame(ext, frame)
 
     def _push_state(self, ext: Extension) -> None:
         if not self.subscribers:
@@ -448,7 +418,7 @@ class Workspace:
             # Now, in the reader: the extension may redraw the panel in its
             # very next frame.
             if reply.open_panel is not None and client is not None:
-                self._open_panel(ext, reply.open_panel.id, client)
+                self.panels.open(ext.name, reply.open_panel.id, client)
 
         with trio.move_on_after(timeout) as scope:
             reply = await ext.request(
@@ -474,69 +444,17 @@ class Workspace:
             open_panel=reply.open_panel,
         )
 
-    # --- panels -------------------------------------------------------------------
-
-    def _open_panel(self, ext: Extension, panel_id: str, client: Subscriber) -> None:
-        key = (ext.name, panel_id)
-        before = self._panels.get(key)
-        if before is not None and before is not client:
-            self._panel_closed(key, "moved")  # opened again, by another client: it moves
-        self._panels[key] = client
-
-    def _panel_closed(self, key: tuple[str, str], reason: str) -> None:
-        """Forgets an open panel and tells the client that had it why."""
-        owner = self._panels.pop(key)
-        owner.deliver(ap.encode(ap.PanelClosePush(key[0], key[1], reason=reason)))
-
-    def _close_panel(self, key: tuple[str, str]) -> None:
-        del self._panels[key]
-        ext = self.extensions.get(key[0])
-        if ext is not None:
-            ext.send_nowait(ep.encode(ep.PanelClose(panel_id=key[1])))
-
     def panel_input(
         self, client: Subscriber, req: ap.PanelKey | ap.PanelResize | ap.PanelClose
     ) -> None:
-        """Passes a client's key, resize or close on to the panel's extension.
+        """Passes a client's key, resize or close on to the panel's extension
+        (:meth:`Panels.input`).
 
         Raises:
             RequestError: the client has no such panel open, or (without
                 ``extension``) more than one; the extension's input is full.
         """
-        owned = [
-            key
-            for key, owner in self._panels.items()
-            if owner is client
-            and key[1] == req.panel_id
-            and (not req.extension or key[0] == req.extension)
-        ]
-        if not owned:
-            whose = f" of extension {req.extension!r}" if req.extension else ""
-            raise RequestError(
-                ap.ErrorCode.NOT_FOUND,
-                f"no panel {req.panel_id!r}{whose} is open on this connection",
-            )
-        if len(owned) > 1:
-            names = sorted(key[0] for key in owned)
-            raise RequestError(
-                ap.ErrorCode.BAD_REQUEST,
-                f"panels {req.panel_id!r} of {names} are open: say which with `extension`",
-            )
-        key = owned[0]
-        if isinstance(req, ap.PanelClose):
-            self._close_panel(key)
-            return
-        frame: ep.PanelKey | ep.PanelResize
-        if isinstance(req, ap.PanelKey):
-            frame = ep.PanelKey(panel_id=req.panel_id, key=req.key, text=req.text)
-        else:
-            frame = ep.PanelResize(panel_id=req.panel_id, width=req.width, height=req.height)
-        ext = self.extensions.get(key[0])
-        if ext is None or not ext.send_nowait(ep.encode(frame)):
-            raise RequestError(
-                ap.ErrorCode.EXTENSION_FAILED,
-                f"extension {key[0]!r} is not taking input (not running, or not reading it)",
-            )
+        self.panels.input(client, req)
 
     def start_call(
         self,
