@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ..protocol.agent import CommandInfo, Shadowed, ShadowedInfo, ToolInfo
-from ..protocol.jsonschema import Validator
+from .args import ArgsSchema
 from .config import DEFAULT_RESERVED_COMMANDS
 
 
@@ -43,18 +43,19 @@ class Tool:
     description: str
     schema: msgspec.Raw
     extension: str
-    _validator: Validator | None = field(default=None, repr=False)
+    _validator: ArgsSchema | None = field(default=None, repr=False)
 
     def check_args(self, args: msgspec.Raw) -> str | None:
         """Why ``args`` (a JSON object) do not fit the schema, or ``None`` if they do.
 
         The schema is compiled on first use (only rewritten arguments are
         checked: zotd passes a model's arguments on untouched, as the
-        reference says the extension validates them).
+        reference says the extension validates them). Plain and possibly
+        slow (see :mod:`zotd.model.args`): the runtime runs it bounded.
         """
         try:
             if self._validator is None:
-                self._validator = Validator(msgspec.json.decode(self.schema))
+                self._validator = ArgsSchema(msgspec.json.decode(self.schema))
             return self._validator.check(msgspec.json.decode(args))
         except (msgspec.DecodeError, RecursionError):
             return None  # JSON nested past what can be read: not ours to refuse
