@@ -30,9 +30,9 @@ from ..model.restart import GiveUp, RestartTracker
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
-from . import lookup
+from . import lookup, threads
 from .extension import Extension, State
-from .intercept import Decision, Outcome, order
+from .intercept import Decision, order
 from .panels import Panels, Subscriber
 from .process import Spawner
 
@@ -95,12 +95,21 @@ class Workspace:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Runs the workspace until :meth:`stop_soon` or its idle timeout.
 
-        Reports started once every extension's supervisor is spawned (not
-        yet ready: see :meth:`wait_settled`). Stopping stops every extension
-        in parallel, shielded, within the shutdown deadlines; cancellation
-        kills the extensions' process groups.
+        Reads the extensions from disk (:meth:`scan`, in a worker thread),
+        starts each one's supervisor, and reports started once every one is
+        spawned (not yet ready: see :meth:`wait_settled`). Stopping stops
+        every extension in parallel, shielded, within the shutdown deadlines
+        (pending calls fail with the code given to :meth:`stop_soon`), then
+        returns.
+
+        Cancellation (the daemon's nursery, after its shutdown order) cancels
+        the supervisors: each SIGKILLs its extension's process group and
+        reaps it, shielded, within ``kill_timeout``; their pending calls
+        fail; then :exc:`trio.Cancelled` propagates. Cancelled while reading
+        the disk, it waits for the read to finish first. :attr:`started` is
+        then never set (the daemon sets it, so nobody waits for it forever).
         """
-        found = self.discover()
+        found = await self.scan()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             for f in found:
@@ -116,9 +125,18 @@ class Workspace:
             nursery.cancel_scope.cancel()
         log.info("workspace %s stopped", self.root)
 
+    async def scan(self) -> list[Found]:
+        """:meth:`discover`, in a worker thread; cancellation waits for it to finish."""
+        return await threads.run_sync(self.discover)
+
     def discover(self) -> list[Found]:
         """What the workspace's extensions are on disk now, one per name,
-        project-local ones marked if the user has not trusted them."""
+        project-local ones marked if the user has not trusted them.
+
+        Blocks: it reads every manifest and hashes the files each untrusted
+        project-local extension runs (trust fingerprints). Async code calls
+        :meth:`scan`.
+        """
         found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
@@ -211,7 +229,9 @@ class Workspace:
         async with self._locks.setdefault(name, trio.Lock()):
             if self.stopping:
                 return None
-            found = next((f for f in self.discover() if f.name == name), None)
+            found = next((f for f in await self.scan() if f.name == name), None)
+            if self.stopping:
+                return None
             old = self.extensions.get(name)
             if old is not None and found is not None and not reload and old.found == found:
                 return old  # unchanged
@@ -554,10 +574,8 @@ class Workspace:
         if not guards:
             await trio.lowlevel.checkpoint()
             return ap.InterceptData(block=False)
-        decision = Decision(guards, event, payload, self._rewriters)
+        decision = Decision(guards, event, payload, self._rewriters, self.registry.tools)
         out = await decision.run(self._config.intercept_timeout)
-        if out.args is not None and not out.blocked_by:
-            self._check_rewritten_args(payload, out)
         if out.blocked_by:
             return ap.InterceptData(block=True, reason=out.reason, extension=out.blocked_by)
         return ap.InterceptData(
@@ -567,26 +585,3 @@ class Workspace:
     def _priority(self, name: str) -> int:
         manifest = self.extensions[name].found.manifest
         return self._config.priority_for(name, manifest.priority if manifest else 0)
-
-    def _check_rewritten_args(self, payload: dict[str, msgspec.Raw], out: Outcome) -> None:
-        # Rewritten arguments of an extension's tool must still fit its schema.
-        try:
-            tool_name = msgspec.json.decode(payload.get("tool_name", b'""'))
-        except msgspec.DecodeError:
-            return
-        tool = self.registry.tools.get(tool_name) if isinstance(tool_name, str) else None
-        if tool is None or out.args is None:
-            return
-        error = tool.check_args(out.args)
-        if error is None:
-            return
-        last = out.rewritten_by[-1]
-        reason = (
-            f"the arguments of tool {tool_name!r} as rewritten by "
-            f"{', '.join(repr(n) for n in out.rewritten_by)} do not fit its schema: {error}"
-        )
-        log.info("intercept: refused a rewrite: %s", reason)
-        ext = self.extensions.get(last)
-        if ext is not None:
-            ext.note(f"rewrite refused: {reason}")
-        out.block(last, reason)
