@@ -6,7 +6,15 @@ refreshes the extension in every running workspace that sees it, in
 parallel, and answers once the caller's workspace has it ready.
 
 Names are resolved from the caller's workspace: its project-local
-extensions, the global ones and the daemon's ``--ext`` ones.
+extensions, the global ones and the daemon's ``--ext`` ones. Each operation
+gets the :class:`~zotd.runtime.hub.Hub` (the running workspaces, the paths)
+and the caller's workspace.
+
+Cancellation (``cancel`` never stops these; a client that hangs up or the
+daemon's shutdown may): a step in a worker thread is finished all the same
+(trio does not abandon it), and a refresh or stop already begun is carried
+through (shielded, see :meth:`Workspace.refresh`); the steps not yet begun
+are skipped, and ``Cancelled`` is re-raised. Nothing done is undone.
 """
 
 from __future__ import annotations
@@ -15,7 +23,6 @@ import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -25,10 +32,8 @@ from ..model.logfiles import tail
 from ..model.manifest import Found, Scope, project_dir
 from ..protocol import agent as ap
 from .extension import State
-
-if TYPE_CHECKING:
-    from .daemon import Daemon
-    from .workspace import Workspace
+from .hub import Hub
+from .workspace import Workspace
 
 Code = ap.ErrorCode
 
@@ -69,9 +74,9 @@ def _refuse_explicit(found: Found) -> None:
         )
 
 
-def _affected(daemon: Daemon, found: Found) -> list[Workspace]:
+def _affected(hub: Hub, found: Found) -> list[Workspace]:
     """The running workspaces that can see ``found``."""
-    workspaces = [ws for ws in daemon.workspaces.values() if not ws.stopping]
+    workspaces = hub.live_workspaces()
     if found.scope == Scope.PROJECT:
         return [ws for ws in workspaces if project_dir(ws.root) == found.dir.parent]
     return workspaces
@@ -92,35 +97,44 @@ def _change(ws: Workspace, found: Found) -> ap.ExtChangeData:
     return ap.ExtChangeData(name=found.name, dir=str(found.dir), scope=found.scope, extension=info)
 
 
-async def install(daemon: Daemon, ws: Workspace, source: str, scope: str) -> ap.ExtChangeData:
-    """Installs ``source`` into ``scope`` and starts it wherever it is seen."""
+async def install(hub: Hub, ws: Workspace, source: str, scope: str) -> ap.ExtChangeData:
+    """Installs ``source`` into ``scope`` and starts it wherever it is seen.
+
+    Cancellation: the copy (or clone) is finished; if it was cancelled
+    then, a project install is left untrusted and not started (a later
+    ``ext_trust`` or ``ext_reload`` starts it). Otherwise as the module says.
+    """
     if not (manage.is_git_source(source) or os.path.isabs(source)):
         raise RequestError(
             Code.BAD_REQUEST, f"`source` must be an absolute path or a git URL, not {source!r}"
         )
     try:
-        root = manage.scope_root(scope, workspace=ws.root, global_dir=daemon.paths.extensions_dir)
+        root = manage.scope_root(scope, workspace=ws.root, global_dir=hub.paths.extensions_dir)
         found = await trio.to_thread.run_sync(manage.install, source, root, scope)
     except manage.ManageError as exc:
         raise _refused(exc) from None
     if found.scope == Scope.PROJECT:  # what the user installs, the user trusts
-        await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, [found])
-    await _refresh(_affected(daemon, found), [found.name])
+        await trio.to_thread.run_sync(trust.trust, hub.paths.home, ws.root, [found])
+    await _refresh(_affected(hub, found), [found.name])
     return _change(ws, found)
 
 
-async def remove(daemon: Daemon, ws: Workspace, name: str) -> ap.ExtChangeData:
+async def remove(hub: Hub, ws: Workspace, name: str) -> ap.ExtChangeData:
     """Stops ``name`` everywhere it runs, deletes its directory, and starts
-    whatever it was hiding (a global one under a project one, say)."""
+    whatever it was hiding (a global one under a project one, say).
+
+    Cancellation: the stops run shielded and the deletion is finished; what
+    it was hiding is then not started until a reload.
+    """
     found = _lookup(ws, name)
     _refuse_explicit(found)
-    affected = _affected(daemon, found)
+    affected = _affected(hub, found)
     async with trio.open_nursery() as nursery:
         for w in affected:
             nursery.start_soon(w.stop_extension, name)
     try:
         await trio.to_thread.run_sync(
-            partial(manage.remove, found, global_dir=daemon.paths.extensions_dir)
+            partial(manage.remove, found, global_dir=hub.paths.extensions_dir)
         )
     except manage.ManageError as exc:
         raise _refused(exc) from None
@@ -128,27 +142,33 @@ async def remove(daemon: Daemon, ws: Workspace, name: str) -> ap.ExtChangeData:
     return _change(ws, found)
 
 
-async def set_enabled(daemon: Daemon, ws: Workspace, name: str, enabled: bool) -> ap.ExtChangeData:
-    """Rewrites ``enabled`` in the manifest and starts or stops the extension."""
+async def set_enabled(hub: Hub, ws: Workspace, name: str, enabled: bool) -> ap.ExtChangeData:
+    """Rewrites ``enabled`` in the manifest and starts or stops the extension.
+
+    Cancellation: the manifest is rewritten all the same; the workspaces
+    not yet refreshed pick the change up at their next reload.
+    """
     found = _lookup(ws, name)
     _refuse_explicit(found)
     change = partial(manage.set_enabled, found, enabled)
     try:
         if found.scope == Scope.PROJECT:
-            await trio.to_thread.run_sync(
-                trust.keep_trust, daemon.paths.home, ws.root, found, change
-            )
+            await trio.to_thread.run_sync(trust.keep_trust, hub.paths.home, ws.root, found, change)
         else:
             await trio.to_thread.run_sync(change)
     except manage.ManageError as exc:
         raise _refused(exc) from None
-    await _refresh(_affected(daemon, found), [name])
+    await _refresh(_affected(hub, found), [name])
     return _change(ws, found)
 
 
-async def reload(daemon: Daemon, ws: Workspace, name: str | None) -> ap.ExtReloadData:
-    """Restarts ``name`` (or every extension) from disk in every workspace."""
-    workspaces = [w for w in daemon.workspaces.values() if not w.stopping]
+async def reload(hub: Hub, ws: Workspace, name: str | None) -> ap.ExtReloadData:
+    """Restarts ``name`` (or every extension) from disk in every workspace.
+
+    Cancellation: restarts already begun are carried through (shielded);
+    the others are skipped, and their extensions keep running as they were.
+    """
+    workspaces = hub.live_workspaces()
     if name is not None:
         _lookup(ws, name)
         await _refresh(workspaces, [name], reload=True)
@@ -167,12 +187,16 @@ async def reload(daemon: Daemon, ws: Workspace, name: str | None) -> ap.ExtReloa
     return ap.ExtReloadData(extensions=infos)
 
 
-async def trust_project(daemon: Daemon, ws: Workspace) -> ap.ExtReloadData:
+async def trust_project(hub: Hub, ws: Workspace) -> ap.ExtReloadData:
     """Trusts the workspace's project-local extensions as they are, and starts
     them: those that run already keep running (unless they changed), the
-    others (untrusted, failed, exited, waiting to restart) start afresh."""
+    others (untrusted, failed, exited, waiting to restart) start afresh.
+
+    Cancellation: the trust file is written all the same; starts already
+    begun are carried through (shielded), the others wait for a reload.
+    """
     found = [f for f in ws.discover() if f.scope == Scope.PROJECT and not f.error]
-    await trio.to_thread.run_sync(trust.trust, daemon.paths.home, ws.root, found)
+    await trio.to_thread.run_sync(trust.trust, hub.paths.home, ws.root, found)
     names = sorted(f.name for f in found)
     async with trio.open_nursery() as nursery:
         for n in names:
@@ -183,10 +207,14 @@ async def trust_project(daemon: Daemon, ws: Workspace) -> ap.ExtReloadData:
     return ap.ExtReloadData(extensions=infos)
 
 
-async def logs(daemon: Daemon, ws: Workspace, name: str, lines: int) -> ap.LogsData:
-    """The end of an extension's log."""
+async def logs(hub: Hub, ws: Workspace, name: str, lines: int) -> ap.LogsData:
+    """The end of an extension's log.
+
+    Cancellation: the file is read to the end in its thread all the same,
+    and the lines dropped; nothing changes.
+    """
     _lookup(ws, name)  # not_found, with the names there are, for a name not here
-    path: Path = daemon.paths.extension_log(name)
+    path: Path = hub.paths.extension_log(name)
     if lines < 1:
         raise RequestError(Code.BAD_REQUEST, "`lines` must be at least 1")
     count = min(lines, MAX_LOG_LINES)

@@ -1,20 +1,26 @@
-"""The daemon: the socket, the workspaces, signals and the shutdown order.
+"""The daemon: the socket, signals and the shutdown order.
+
+What the connections share (the workspaces, the limits, the shutdown
+state) is the :class:`~zotd.runtime.hub.Hub`'s; the daemon owns the hub's
+task and everything around the socket. Nothing imports this module but
+the ``zotd`` CLI (and tests).
 
 Task tree (``docs/architecture.md`` draws it whole)::
 
     Daemon.run
-    ├─ accept loop (its own cancel scope: stopping it stops accepting)
+    ├─ Hub.run
+    │  └─ one Workspace.run per project directory
+    │     └─ one Extension.run per extension
+    ├─ accept loop: trio.serve_listeners (in its own cancel scope: stopping
+    │  it stops accepting and closes the listener)
     ├─ one ClientSession.run per connection
-    ├─ signal watcher (SIGTERM/SIGINT -> graceful shutdown)
-    └─ one Workspace.run per project directory
-       └─ one Extension.run per extension
+    └─ signal watcher (SIGTERM/SIGINT -> graceful shutdown)
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import errno
 import logging
 import os
 import signal
@@ -30,6 +36,7 @@ from ..model.config import Config
 from ..model.environment import with_own_python
 from ..model.paths import Paths
 from ..protocol import agent as ap
+from .hub import Hub
 from .listener import (
     acquire_lock,
     adopt_unix_listener,
@@ -48,10 +55,6 @@ log = logging.getLogger(__name__)
 #: After the extensions are stopped, how long clients get to receive what
 #: they are owed before their connections are closed.
 FLUSH_TIMEOUT = 0.5
-
-#: accept() errors that mean "out of resources for now": wait and retry
-#: (as trio.serve_listeners does) instead of dying.
-_ACCEPT_RETRY = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
 
 class Daemon:
@@ -87,23 +90,39 @@ class Daemon:
     ) -> None:
         self.config = config
         self.paths = paths
-        self.cwd = Path(os.path.realpath(cwd or Path.cwd()))
-        self.workspaces: dict[Path, Workspace] = {}
-        self.sessions: set[ClientSession] = set()
-        self.shutting_down = False
-        #: Requests being run now, on all connections.
-        self.in_flight = 0
-        self._ctx = Context(
+        ctx = Context(
             config=config,
             paths=paths,
             explicit=[p.absolute() for p in explicit],
             spawner=spawner or spawn,
             env=with_own_python(os.environ if env is None else env),
         )
-        self._shutdown = trio.Event()
+        #: The workspaces, limits and shutdown state the sessions share.
+        self.hub = Hub(ctx, cwd=Path(os.path.realpath(cwd or Path.cwd())))
+        #: The connections being served.
+        self.sessions: set[ClientSession] = set()
         self._nursery: trio.Nursery | None = None
-        self._started_at = 0.0
         self._listen_fd = listen_fd
+
+    @property
+    def cwd(self) -> Path:
+        """The workspace of a ``hello`` without ``cwd``."""
+        return self.hub.cwd
+
+    @property
+    def workspaces(self) -> dict[Path, Workspace]:
+        """The running workspaces, by root (the hub's)."""
+        return self.hub.workspaces
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being run now, on all connections (the hub's count)."""
+        return self.hub.in_flight
+
+    @property
+    def shutting_down(self) -> bool:
+        """Whether the graceful shutdown has begun."""
+        return self.hub.shutting_down
 
     async def run(
         self,
@@ -116,10 +135,18 @@ class Daemon:
         Reports started once the socket accepts connections, and tells a
         service manager waiting for it (``READY=1``; ``STOPPING=1`` when the
         shutdown begins; see :func:`~zotd.model.service.notify`). Shutdown stops
-        accepting, stops every extension in parallel (shielded, bounded by
-        the shutdown deadlines), gives clients :data:`FLUSH_TIMEOUT` to take
-        their last replies, closes them, and removes the socket file (the
-        one it bound; a passed socket stays).
+        accepting (the listener is closed), stops every extension in parallel
+        (shielded, bounded by the shutdown deadlines), gives clients
+        :data:`FLUSH_TIMEOUT` to take their last replies, closes them, and
+        removes the socket file (the one it bound; a passed socket stays).
+
+        Cancellation is no graceful shutdown: every task is cancelled at
+        once. Sessions close their connections unanswered, each extension's
+        run kills its process group and reaps it (shielded, within
+        ``kill_timeout``), the watchdog is closed (it kills any group left),
+        then the listener is closed, the socket file removed and the lock
+        released, and ``Cancelled`` is re-raised. The same cleanup runs when
+        an error escapes.
 
         Raises:
             AlreadyRunning: another daemon answers on the socket.
@@ -149,17 +176,17 @@ class Daemon:
                     self.paths.socket,
                 )
         watchdog = None
-        if self._ctx.spawner is spawn:
+        if self.hub.ctx.spawner is spawn:
             try:
                 watchdog = Watchdog()
             except OSError as exc:
                 log.warning("no watchdog process (%s): a killed daemon may leave extensions", exc)
             else:
-                self._ctx = dataclasses.replace(self._ctx, spawner=watchdog)
-        self._started_at = trio.current_time()
+                self.hub.ctx = dataclasses.replace(self.hub.ctx, spawner=watchdog)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                await nursery.start(self.hub.run)
                 if handle_signals:
                     nursery.start_soon(self._watch_signals)
                 accepting = trio.CancelScope()
@@ -173,7 +200,7 @@ class Daemon:
                 )
                 task_status.started()
                 service.notify(f"READY=1\nSTATUS=listening on {self.paths.socket}")
-                await self._shutdown.wait()
+                await self.hub.wait_shutdown()
                 service.notify("STOPPING=1\nSTATUS=stopping the extensions")
                 accepting.cancel()
                 with trio.CancelScope(shield=True):
@@ -191,15 +218,10 @@ class Daemon:
 
     def request_shutdown(self) -> None:
         """Starts the graceful shutdown (idempotent)."""
-        self.shutting_down = True
-        self._shutdown.set()
+        self.hub.request_shutdown()
 
     async def _stop_everything(self) -> None:
-        log.info("shutting down: stopping %d workspace(s)", len(self.workspaces))
-        with trio.move_on_after(self.config.stop_bound):  # a safety net; see stop_bound
-            async with trio.open_nursery() as nursery:
-                for ws in list(self.workspaces.values()):
-                    nursery.start_soon(ws.stop_extensions, ap.ErrorCode.SHUTTING_DOWN)
+        await self.hub.stop_workspaces(ap.ErrorCode.SHUTTING_DOWN)
         for session in list(self.sessions):
             session.close_soon()
         with trio.move_on_after(FLUSH_TIMEOUT):
@@ -207,19 +229,18 @@ class Daemon:
                 await session.done.wait()
 
     async def _accept(self, listener: trio.SocketListener, scope: trio.CancelScope) -> None:
+        # trio.serve_listeners retries the accept() errors that mean "out of
+        # resources for now" (EMFILE and the like: it logs, sleeps 0.1 s),
+        # and closes the listener when ``scope`` is cancelled. Connections
+        # are served in the daemon's nursery, so they outlive the accepting.
         serial = count(1)
+        assert self._nursery is not None
+
+        async def serve(stream: trio.SocketStream) -> None:
+            await self._serve(stream, next(serial))
+
         with scope:
-            while True:
-                try:
-                    stream = await listener.accept()
-                except OSError as exc:
-                    if exc.errno in _ACCEPT_RETRY:
-                        log.error("accept failed (%s); retrying shortly", exc.strerror)
-                        await trio.sleep(0.1)
-                        continue
-                    raise
-                assert self._nursery is not None
-                self._nursery.start_soon(self._serve, stream, next(serial))
+            await trio.serve_listeners(serve, [listener], handler_nursery=self._nursery)
 
     async def _allowed(self, stream: trio.SocketStream, number: int) -> bool:
         """Whether the peer is our own user; refuses (and closes) anyone else."""
@@ -242,7 +263,7 @@ class Daemon:
     async def _serve(self, stream: trio.SocketStream, number: int) -> None:
         if not await self._allowed(stream, number):
             return
-        session = ClientSession(self, stream, number)
+        session = ClientSession(self.hub, stream, number)
         self.sessions.add(session)
         try:
             await session.run()
@@ -257,50 +278,3 @@ class Daemon:
                 else:
                     log.info("%s: shutting down", signal.Signals(signum).name)
                     self.request_shutdown()
-
-    def join_workspace(self, root: Path, *, provider: str, model: str) -> Workspace:
-        """Joins the workspace for ``root``, starting one if none is running.
-
-        The caller counts as one of its clients at once (and must
-        :meth:`Workspace.release` it), so it cannot go idle under them; wait
-        for ``started`` and then :meth:`Workspace.wait_settled` before using it.
-        """
-        ws = self.workspaces.get(root)
-        if ws is None or ws.stopping:
-            ws = Workspace(root, self._ctx, provider=provider, model=model)
-            self.workspaces[root] = ws
-            assert self._nursery is not None
-            self._nursery.start_soon(self._run_workspace, ws)
-        ws.acquire()
-        return ws
-
-    async def _run_workspace(self, ws: Workspace) -> None:
-        try:
-            await ws.run()
-        except Exception as exc:
-            log.exception("workspace %s crashed", ws.root)
-            ws.crashed = repr(exc)
-        finally:
-            ws.stopping = True
-            ws.started.set()  # nobody waits forever for a workspace that died
-            if self.workspaces.get(ws.root) is ws:
-                del self.workspaces[ws.root]
-
-    def status(self) -> ap.StatusData:
-        """What ``zotd status`` shows."""
-        return ap.StatusData(
-            pid=os.getpid(),
-            zotd_version=__version__,
-            socket=str(self.paths.socket),
-            uptime_s=round(trio.current_time() - self._started_at, 3),
-            workspaces=[
-                ap.WorkspaceStatus(
-                    path=str(ws.root),
-                    clients=ws.clients,
-                    extensions=len(ws.extensions),
-                    ready=sum(1 for e in ws.extensions.values() if e.state == "ready"),
-                    processes=sum(1 for e in ws.extensions.values() if e.alive),
-                )
-                for _, ws in sorted(self.workspaces.items())
-            ],
-        )

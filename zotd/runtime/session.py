@@ -7,34 +7,31 @@ task: the reply is written by the task that reads the extension's answer.
 Replies are never dropped (a full outbox makes the reader wait); push frames
 are dropped, and counted, when the client does not keep up, so a slow reader
 never holds up an extension or another client.
+
+What each request does is :mod:`zotd.runtime.dispatch`'s; the session
+gets the :class:`~zotd.runtime.hub.Hub` (workspaces, limits, shutdown
+state), not the daemon.
 """
 
 from __future__ import annotations
 
 import functools
-import hmac
 import logging
-import os
 import select
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import msgspec
 import trio
 
-from .. import AGENT_PROTOCOL_VERSION, __version__
 from ..model.errors import RequestError
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
-from . import admin
+from .dispatch import CANCELLABLE, dispatch, refusal
+from .hub import Hub
 from .streams import LineReader, Outbox, fileno_of
-
-if TYPE_CHECKING:
-    from .daemon import Daemon
-    from .workspace import Workspace
+from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +41,6 @@ OUTBOX_SIZE = 1024
 #: After a client's input ends with requests in flight, how often to look
 #: whether it hung up (then they are cancelled) or only half-closed.
 HANGUP_CHECK = 0.1
-
-#: Requests (besides ``call_tool``) that ``cancel`` may stop; the others
-#: (``ext_*`` changes, once begun, are carried through) run to the end.
-_CANCELLABLE = (ap.InvokeCommand, ap.Intercept)
-
-#: Requests that need no workspace.
-_NO_WORKSPACE = (ap.Ping, ap.Status, ap.Shutdown, ap.Subscribe, ap.CancelCall)
 
 Code = ap.ErrorCode
 
@@ -67,14 +57,17 @@ def _wire_id(value: Any) -> ap.Id | None:
 class ClientSession:
     """Serves one connection until the client hangs up or the daemon stops.
 
+    It is a :class:`~zotd.runtime.dispatch.Connection`: the handlers of
+    :mod:`~zotd.runtime.dispatch` see its hub and its state.
+
     Args:
-        daemon: the daemon (workspaces, config, shutdown).
+        hub: the daemon's workspaces, limits and shutdown state.
         stream: the connection.
         number: a serial number, for logs.
     """
 
-    def __init__(self, daemon: Daemon, stream: trio.abc.Stream, number: int) -> None:
-        self.daemon = daemon
+    def __init__(self, hub: Hub, stream: trio.abc.Stream, number: int) -> None:
+        self.hub = hub
         self.number = number
         self.workspace: Workspace | None = None
         self.authenticated = False
@@ -105,7 +98,16 @@ class ClientSession:
         At end of input, requests already in flight still get their replies
         (a client may half-close after its last request). If the client is
         gone for good (it closed the connection, or a write fails), in-flight
-        requests are cancelled, and extensions told so.
+        requests are cancelled, and extensions told so. :meth:`close_soon`
+        stops the reading only: in-flight requests finish and are answered.
+
+        Cancellation cancels the requests in flight (each stops where it
+        waits; changes already begun, see :mod:`~zotd.runtime.admin`, are
+        carried through), withdraws its tool calls from the extensions
+        (which are sent ``cancel``), leaves its workspace, closes the stream
+        (shielded) and re-raises; replies not yet written are lost. Either
+        way :attr:`done` is set at the end and the hub's in-flight count is
+        back where it was.
         """
         try:
             async with trio.open_nursery() as nursery:
@@ -113,7 +115,7 @@ class ClientSession:
                 async with trio.open_nursery() as requests:
                     with self._read_scope:
                         async for lines in LineReader(
-                            self._stream, self.daemon.config.max_frame_bytes
+                            self._stream, self.hub.config.max_frame_bytes
                         ):
                             self._burst = len(lines) > 1
                             for line in lines:
@@ -192,7 +194,7 @@ class ClientSession:
 
     async def _on_line(self, line: bytes | Oversized, requests: trio.Nursery) -> None:
         if isinstance(line, Oversized):
-            limit = self.daemon.config.max_frame_bytes
+            limit = self.hub.config.max_frame_bytes
             await self._send(
                 ap.fail(
                     None,
@@ -224,7 +226,7 @@ class ClientSession:
         if isinstance(req, ap.Hello):
             await self._send(await self._answer(req, command, line))
             return
-        error = self._refusal(req)
+        error = refusal(self, req)
         if error is not None:
             await self._send(ap.fail(req.id, command, *error))
             return
@@ -241,32 +243,18 @@ class ClientSession:
             # that a client that does not read its replies is not read either.
             await self._outbox.room()
         self.in_flight += 1
-        self.daemon.in_flight += 1
+        self.hub.request_started()
         if type(req) is ap.CallTool:
             self._start_call(req)
         else:
             requests.start_soon(self._run_request, req, command, line)
-
-    def _refusal(self, req: ap.Request) -> tuple[str, str] | None:
-        if isinstance(req, ap.Ping):
-            return None
-        if not self.authenticated:
-            return (Code.HELLO_REQUIRED, "send `hello` first")
-        if self.daemon.shutting_down:
-            return (Code.SHUTTING_DOWN, "zotd is shutting down")
-        if self.workspace is None and not isinstance(req, _NO_WORKSPACE):
-            return (
-                Code.BAD_REQUEST,
-                "this connection joined no workspace (hello with attach=false)",
-            )
-        return None
 
     async def _run_request(self, req: ap.Request, command: str, line: bytes) -> None:
         self._call_serial += 1
         key = self._call_serial
         try:
             with trio.CancelScope() as scope:
-                if type(req) in _CANCELLABLE:
+                if type(req) in CANCELLABLE:
                     self._running[key] = (req.id, scope)
                 reply = await self._answer(req, command, line)
             if scope.cancelled_caught:  # by `cancel`: other cancellations propagate
@@ -278,7 +266,7 @@ class ClientSession:
 
     def _request_done(self) -> None:
         self.in_flight -= 1
-        self.daemon.in_flight -= 1
+        self.hub.request_done()
         if not self._calls and self._calls_idle is not None:
             self._calls_idle.set()
         if not self.in_flight and self._drained is not None:
@@ -360,21 +348,16 @@ class ClientSession:
         # Past a limit, a request is answered `busy` at once. A client that
         # writes requests but never reads the replies is held back all the
         # same: those replies fill its outbox, and then this loop waits.
-        config = self.daemon.config
-        if self.in_flight >= config.max_client_requests:
+        if self.in_flight >= self.hub.config.max_client_requests:
             return (
                 f"this connection has {self.in_flight} requests in flight, the most "
                 "allowed; wait for some replies, then retry"
             )
-        if self.daemon.in_flight >= config.max_requests:
-            return (
-                f"zotd has {self.daemon.in_flight} requests in flight, the most allowed; retry soon"
-            )
-        return None
+        return self.hub.busy()
 
     async def _answer(self, req: ap.Request, command: str, line: bytes) -> bytes:
         try:
-            return ap.ok(req.id, command, await self._dispatch(req, line))
+            return ap.ok(req.id, command, await dispatch(self, req, line))
         except Exception as exc:
             return self._failure(req.id, command, exc)
 
@@ -385,98 +368,6 @@ class ClientSession:
             return ap.fail(rid, command, exc.code, exc.message)
         log.exception("client %d: %s failed", self.number, command)
         return ap.fail(rid, command, Code.INTERNAL, f"internal error in zotd: {exc!r}")
-
-    async def _dispatch(self, req: ap.Request, line: bytes) -> msgspec.Struct:
-        ws = self.workspace
-        match req:
-            case ap.Hello():
-                return await self._hello(req)
-            case ap.Ping():
-                return ap.PingData()
-            case ap.Status():
-                return self.daemon.status()
-            case ap.Subscribe(notifications=on):
-                self.subscribed = on
-                if ws is not None:
-                    (ws.subscribers.add if on else ws.subscribers.discard)(self)
-                return ap.Empty()
-            case ap.Shutdown():
-                log.info("client %d asked for shutdown", self.number)
-                self.daemon.request_shutdown()
-                return ap.Empty()
-        assert ws is not None
-        match req:
-            case ap.ListExtensions():
-                return ws.list_extensions()
-            case ap.ListCommands():
-                return ws.list_commands()
-            case ap.ListTools():
-                return ws.list_tools()
-            case ap.InvokeCommand(name=name, args=args):
-                return await ws.invoke_command(name, args, self)
-            case ap.EmitEvent(event=event):
-                return ws.emit_event(event, ap.event_payload(line))
-            case ap.ExtInstall(source=source, scope=scope):
-                return await admin.install(self.daemon, ws, source, scope)
-            case ap.ExtRemove(name=name):
-                return await admin.remove(self.daemon, ws, name)
-            case ap.ExtEnable(name=name):
-                return await admin.set_enabled(self.daemon, ws, name, True)
-            case ap.ExtDisable(name=name):
-                return await admin.set_enabled(self.daemon, ws, name, False)
-            case ap.ExtReload(name=name):
-                return await admin.reload(self.daemon, ws, name)
-            case ap.ExtTrust():
-                return await admin.trust_project(self.daemon, ws)
-            case ap.ExtLogs(name=name, lines=lines):
-                return await admin.logs(self.daemon, ws, name, lines)
-            case ap.Intercept(event=event):
-                if event not in ep.INTERCEPTABLE:
-                    raise RequestError(
-                        Code.BAD_REQUEST,
-                        f"cannot intercept {event!r}: only {', '.join(sorted(ep.INTERCEPTABLE))}",
-                    )
-                return await ws.intercept(event, ap.event_payload(line))
-            case ap.PanelKey() | ap.PanelResize() | ap.PanelClose():
-                ws.panel_input(self, req)
-                return ap.Empty()
-
-        raise RequestError(Code.UNKNOWN_COMMAND, f"unhandled request {type(req).__name__}")
-
-    async def _hello(self, req: ap.Hello) -> ap.HelloData:
-        daemon = self.daemon
-        if self.authenticated:
-            raise RequestError(Code.BAD_REQUEST, "`hello` was already sent on this connection")
-        token = daemon.config.token
-        if token is not None and not hmac.compare_digest(
-            (req.token or "").encode(), token.encode()
-        ):
-            raise RequestError(Code.UNAUTHORIZED, "a valid `token` is required")
-        if req.protocol_version != AGENT_PROTOCOL_VERSION:
-            raise RequestError(
-                Code.BAD_REQUEST,
-                f"protocol_version {req.protocol_version} is not supported; "
-                f"this zotd speaks {AGENT_PROTOCOL_VERSION}",
-            )
-        if daemon.shutting_down:
-            raise RequestError(Code.SHUTTING_DOWN, "zotd is shutting down")
-        if not req.attach:
-            self.authenticated = True
-            return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, None, os.getpid())
-        root = _workspace_root(req.cwd, daemon.cwd)
-        self.authenticated = True
-        ws = daemon.join_workspace(root, provider=req.provider, model=req.model)
-        self.workspace = ws
-        await ws.started.wait()
-        if ws.crashed is not None:
-            self.workspace, self.authenticated = None, False
-            ws.release(self)
-            raise RequestError(Code.INTERNAL, f"the workspace {root} failed: {ws.crashed}")
-        if self.subscribed:
-            ws.subscribers.add(self)
-        log.info("client %d (%s) joined %s", self.number, req.client or "?", root)
-        await ws.wait_settled()
-        return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, str(root), os.getpid())
 
 
 def _cancelled(rid: ap.Id, command: str) -> bytes:
@@ -492,14 +383,3 @@ def _hung_up(fd: int) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLHUP)
     return any(events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
-
-
-def _workspace_root(cwd: str | None, default: Path) -> Path:
-    if cwd is None:
-        return default
-    path = Path(cwd)
-    if not path.is_absolute():
-        raise RequestError(Code.BAD_REQUEST, f"`cwd` must be an absolute path, not {cwd!r}")
-    if not path.is_dir():
-        raise RequestError(Code.BAD_REQUEST, f"`cwd` {cwd!r} is not a directory")
-    return Path(os.path.realpath(path))
