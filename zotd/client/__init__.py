@@ -4,10 +4,16 @@
 :mod:`zotd.client.autostart`) and yields a :class:`Client`; requests that
 fail raise :class:`ZotdError` (:class:`NotRunning` when nothing answers).
 
+Inside: :mod:`~zotd.client.connection`, the protocol's rules sans-IO (ids,
+reply matching, push routing); :mod:`~zotd.client.transport`, the anyio I/O
+under it; :mod:`~zotd.client.client`, the API (:class:`Client`,
+:func:`connect`); :mod:`~zotd.client.errors`; and autostart.
+
 May import :mod:`zotd.protocol` and :mod:`zotd.model` (paths); never the
 runtime, the integrations or the CLIs.
 """
 
-from .connection import Client, NotRunning, ZotdError, connect
+from .client import Client, connect
+from .errors import NotRunning, ZotdError
 
 __all__ = ["Client", "NotRunning", "ZotdError", "connect"]

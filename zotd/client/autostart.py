@@ -56,6 +56,24 @@ def enabled(explicit: bool | None) -> bool:
 async def start_daemon(socket: Path) -> anyio.abc.UNIXSocketStream:
     """Starts a daemon on ``socket`` (unless one starts meanwhile) and connects.
 
+    It first takes its turn on the lock file beside the socket, then looks
+    for a daemon again (the starter before it may have started one), and
+    only then spawns ``python -m zotd`` and polls the socket until it
+    answers. :data:`START_TIMEOUT` bounds all of that, on the real clock
+    (``time.monotonic``): the daemon's start is real time, whatever clock
+    the caller's event loop uses.
+
+    If this is cancelled, the cancellation is re-raised once the lock file
+    is closed (which releases the lock, for the next starter); nothing it
+    connected is left open. A daemon it already spawned is not stopped: it
+    runs in its own session, detached from this process, and keeps
+    starting, so the next client (or the next starter, once it holds the
+    lock) finds it.
+
+    Returns:
+        A connected stream, to the daemon this started or to one that
+        another starter started meanwhile.
+
     Raises:
         StartError: it exited, or did not answer within :data:`START_TIMEOUT`.
     """

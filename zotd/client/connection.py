@@ -1,54 +1,49 @@
-"""The client library: talk to zotd from any asyncio or trio program (via anyio).
+"""The client's side of the agent protocol, sans-IO: bytes in, events out.
 
-Example::
+:class:`Connection` keeps every rule of one connection to zotd and does no
+I/O (h11's ``Connection`` is the model): it gives each request its id and
+encodes it (:meth:`Connection.send` returns the line to write), splits what
+the daemon wrote into lines with a bounded buffer
+(:meth:`Connection.receive_data`), matches replies to the requests waiting
+for them, hands ``tool_progress`` to its call's ``on_progress`` and every
+other push frame out as an event, and fails what is in flight once the
+connection is lost (:meth:`Connection.lose`). The transport
+(:mod:`zotd.client.transport`) moves the bytes and wakes the callers; each
+caller's *waiter* is the transport's, opaque here.
 
-    async with zotd.client.connect(cwd="/path/to/project", client="my-agent/1.0") as zot:
-        tools = await zot.list_tools()
-        result = await zot.call_tool("weather", {"city": "Berlin"})
-
-Every method sends one request and returns the typed ``data`` of its reply;
-a failed reply raises :class:`ZotdError` with the protocol's error ``code``.
+Requests are the protocol's Structs (:mod:`zotd.protocol.agent`), so a field
+has one spelling. The two requests whose fields zotd passes to the
+extensions as the agent wrote them (``emit_event``, ``intercept``), and
+:meth:`Client.request <zotd.client.Client.request>`, go as fields
+(:meth:`Connection.send_fields`): a Struct would add its defaults to them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
-import os
-import socket
-import sys
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
-import anyio
-import anyio.abc
-import anyio.lowlevel
 import msgspec
-from anyio.abc import SocketAttribute
 
-from .. import AGENT_PROTOCOL_VERSION
-from ..model.paths import Paths, check_socket_path
 from ..protocol import agent as ap
-from ..protocol.lines import LineSplitter, Oversized
-from . import autostart
+from ..protocol.frames import tags_of
+from ..protocol.lines import DEFAULT_MAX_LINE, LineSplitter, Oversized
+from .errors import ZotdError
 
 log = logging.getLogger(__name__)
 
-#: Requests zotd can give up when the client does (see ``cancel``).
-_CANCELLABLE = frozenset({"call_tool", "invoke_command", "intercept"})
-
-if TYPE_CHECKING:
-    import trio
-
 T = TypeVar("T")
+W = TypeVar("W")
 
-#: Push frames buffered for :meth:`Client.notifications` before new ones are dropped.
-PUSH_BUFFER = 1024
+#: Requests zotd can give up when the client does (see ``cancel``).
+CANCELLABLE: frozenset[type[msgspec.Struct]] = frozenset(
+    {ap.CallTool, ap.InvokeCommand, ap.Intercept}
+)
+_CANCELLABLE_TAGS = tags_of(*CANCELLABLE)
 
-_READ_SIZE = 64 * 1024
+ProgressCallback = Callable[[ap.ToolProgressPush], object]
 
 _encode = msgspec.json.Encoder().encode
 
@@ -56,573 +51,204 @@ _encode = msgspec.json.Encoder().encode
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
 
-def _decode_as(cls: type[T], data: msgspec.Raw, request: str) -> T:
-    """A reply's raw ``data`` as ``cls``; ``bad_reply`` if it does not fit."""
+def tag_of(cls: type[msgspec.Struct]) -> str:
+    """The ``type`` of a request Struct class, as the wire spells it."""
+    tag = cls.__struct_config__.tag
+    assert isinstance(tag, str), f"{cls.__name__} has no string tag"
+    return tag
+
+
+def decode_data(cls: type[T], data: msgspec.Raw, request: type[msgspec.Struct] | str) -> T:
+    """A reply's raw ``data`` as ``cls``; ``request`` is what it answers.
+
+    Raises:
+        ZotdError: ``bad_reply`` if it does not fit ``cls``.
+    """
     decoder = _decoders.get(cls)
     if decoder is None:
         decoder = _decoders[cls] = msgspec.json.Decoder(cls)
     try:
         result: T = decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise ZotdError("bad_reply", f"zotd's reply to {request} did not fit: {exc}") from None
+        name = request if isinstance(request, str) else tag_of(request)
+        raise ZotdError("bad_reply", f"zotd's reply to {name} did not fit: {exc}") from None
     return result
 
 
-class ZotdError(Exception):
-    """A request failed. ``code`` is an :class:`~zotd.protocol.agent.ErrorCode` value,
-    or ``not_running``, ``cannot_connect`` or ``connection_lost`` for failures of
-    the connection itself, or ``bad_reply`` for a reply this client cannot read."""
+class Pending(Generic[W]):
+    """A request in flight: who waits for it, and its reply once it came.
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{message} ({code})")
-        self.code = code
-        self.message = message
-
-
-class NotRunning(ZotdError):
-    """No daemon answers on the socket."""
-
-    def __init__(self, socket: Path) -> None:
-        super().__init__(
-            "not_running",
-            f"zotd is not running (nothing answers on {socket}); start it with `zotd start`",
-        )
-
-
-class _Slot:
-    """Where the reply to one request lands; any event loop (anyio)."""
-
-    __slots__ = ("event", "reply")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.reply: ap.RawResponse | None = None
-
-    def wake(self) -> None:
-        self.event.set()
-
-    async def wait(self) -> None:
-        await self.event.wait()
-
-
-class _TrioSlot:
-    """A :class:`_Slot` for trio: the waiting task is parked and rescheduled
-    directly, without an Event (this is on the path of every call).
-
-    trio is imported only by programs that run on it: the imports below find
-    it loaded already.
+    :meth:`Connection.receive_data` hands it out as the event "the reply to
+    this request came" (``reply`` is then set).
     """
 
-    __slots__ = ("done", "reply", "task")
+    __slots__ = ("cancellable", "on_progress", "reply", "waiter")
 
-    def __init__(self) -> None:
+    def __init__(self, waiter: W, on_progress: ProgressCallback | None, cancellable: bool) -> None:
+        self.waiter = waiter
+        self.on_progress = on_progress
+        self.cancellable = cancellable
         self.reply: ap.RawResponse | None = None
-        self.task: trio.lowlevel.Task | None = None
-        self.done = False
-
-    def wake(self) -> None:
-        self.done = True
-        if self.task is not None:
-            _trio_lowlevel.reschedule(self.task)
-            self.task = None
-
-    async def wait(self) -> None:
-        lowlevel = _trio_lowlevel
-        if self.done:
-            await lowlevel.checkpoint()
-            return
-        self.task = lowlevel.current_task()
-
-        def abort(_: object) -> trio.lowlevel.Abort:
-            self.task = None
-            succeeded: trio.lowlevel.Abort = lowlevel.Abort.SUCCEEDED
-            return succeeded
-
-        await lowlevel.wait_task_rescheduled(abort)
 
 
-#: ``trio.lowlevel``, once a client was made in a trio task.
-_trio_lowlevel: Any = None
+#: What :meth:`Connection.receive_data` hands out: a reply came for a
+#: request, or a push frame for :meth:`Client.notifications
+#: <zotd.client.Client.notifications>`.
+Event = Pending[W] | ap.Push
 
 
-def _on_trio() -> bool:
-    """Whether this runs in a trio task (without importing trio otherwise)."""
-    global _trio_lowlevel
-    trio_module = sys.modules.get("trio")
-    if trio_module is None:
-        return False
-    try:
-        trio_module.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    _trio_lowlevel = trio_module.lowlevel
-    return True
+class Connection(Generic[W]):
+    """One connection's protocol state: ids, requests in flight, pushes.
 
-
-class Client:
-    """One connection to zotd. Use :func:`connect` to make one.
-
-    A client made by hand must have :meth:`run` running in a task beside the
-    requests.
-
-    Requests may be sent from many tasks at once; each waits for its own
-    reply. A request sent while the connection is idle is written at once;
-    requests sent while a write is under way go out together in the next.
+    Args:
+        max_frame_bytes: the longest line either side may write (the
+            daemon's ``max_frame_bytes``): a longer request fails here, and a
+            longer line from the daemon is dropped unread, its buffer bounded.
     """
 
-    def __init__(
-        self, stream: anyio.abc.ByteStream, *, max_frame_bytes: int = 16 * 1024 * 1024
-    ) -> None:
-        self._stream = stream
-        # The socket under the stream, for non-blocking reads and writes
-        # without a task switch; None for other streams (they get the
-        # stream's own methods).
-        self._sock: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_LINE) -> None:
+        self.max_frame_bytes = max_frame_bytes
         self._ids = itertools.count(1)
-        self._pending: dict[int, _Slot | _TrioSlot] = {}
-        #: ``on_progress`` callbacks of the tool calls in flight, by request id.
-        self._progress: dict[int, Callable[[ap.ToolProgressPush], object]] = {}
-        self._slot: type[_Slot | _TrioSlot] = _TrioSlot if _on_trio() else _Slot
-        self._queue: list[bytes] = []
-        self._writing = False
-        self._kick = anyio.Event()
-        self._push_send, self._push_recv = anyio.create_memory_object_stream[ap.Push](PUSH_BUFFER)
-        self._max = max_frame_bytes
-        self._lost: str | None = None
-        #: Push frames dropped because nobody read :meth:`notifications`.
-        self.dropped = 0
-        #: The reply to ``hello``, once sent.
-        self.hello_data: ap.HelloData | None = None
+        self._pending: dict[int, Pending[W]] = {}
+        self._lines = LineSplitter(max_frame_bytes)
+        #: Why the connection was lost, once it was; then nothing can be sent.
+        self.lost: str | None = None
 
-    async def run(self) -> None:
-        """Reads replies and writes requests until the connection ends or this is cancelled."""
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._write_loop)
-                await self._read_loop()
-                tg.cancel_scope.cancel()
-        finally:
-            self._lose("the connection to zotd was closed")
-            self._push_send.close()
+    @property
+    def in_flight(self) -> int:
+        """Requests sent and not yet finished or abandoned."""
+        return len(self._pending)
 
-    def _lose(self, why: str) -> None:
-        # Every request still waiting fails now: nothing waits for a reply
-        # that cannot come.
-        self._lost = self._lost or why
-        for slot in self._pending.values():
-            slot.wake()
+    # --- out ------------------------------------------------------------------------
 
-    async def _receive(self, waited: bool) -> bytes:
-        sock = self._sock
-        if sock is None:
-            return await self._stream.receive()
-        if not waited:
-            await anyio.lowlevel.checkpoint()  # the last read did not wait: be fair
-        while True:
-            try:
-                chunk = sock.recv(_READ_SIZE)
-            except BlockingIOError:
-                await anyio.wait_readable(sock)
-                continue
-            if not chunk:
-                raise anyio.EndOfStream
-            return chunk
+    def send(
+        self, request: ap.Request, waiter: W, on_progress: ProgressCallback | None = None
+    ) -> tuple[int, bytes]:
+        """Gives ``request`` the next id and puts it in flight.
 
-    async def _read_loop(self) -> None:
-        splitter = LineSplitter(self._max)
-        waited = True
-        while True:
-            try:
-                chunk = await self._receive(waited)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return
-            except OSError as exc:
-                self._lose(f"the connection to zotd failed: {exc.strerror or exc}")
-                return
-            waited = False
-            for line in splitter.feed(chunk):
-                if not isinstance(line, Oversized):
-                    self._on_line(line)
+        ``on_progress`` gets the ``tool_progress`` frames of this request.
 
-    def _on_line(self, line: bytes) -> None:
-        try:
-            frame = ap.decode_reply(line)
-        except msgspec.DecodeError:
-            return  # a newer daemon's frame we cannot read
-        if isinstance(frame, ap.RawResponse):
-            slot = self._pending.get(frame.id) if isinstance(frame.id, int) else None
-            if slot is not None:
-                slot.reply = frame
-                slot.wake()
-            return
-        if type(frame) is ap.ToolProgressPush and isinstance(frame.request_id, int):
-            on_progress = self._progress.get(frame.request_id)
-            if on_progress is not None:
-                try:
-                    on_progress(frame)
-                except Exception:  # the caller's bug must not stop the connection
-                    log.exception("an on_progress callback failed")
-                return
-        try:
-            self._push_send.send_nowait(frame)
-        except anyio.WouldBlock:
-            self.dropped += 1
+        Returns:
+            The request's id and the line to write (newline included).
 
-    def _send(self, line: bytes) -> None:
-        # A lone request on an idle connection is written now, by its own
-        # task; with others in flight, requests are gathered for the writer
-        # so that a burst costs one write (and one wakeup of zotd).
-        sock = self._sock
-        if sock is not None and not self._queue and not self._writing and len(self._pending) <= 1:
-            try:
-                sent = sock.send(line)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                raise ZotdError("connection_lost", f"cannot send to zotd: {exc}") from None
-            if sent == len(line):
-                return
-            line = line[sent:]
-        self._queue.append(line)
-        self._kick.set()
+        Raises:
+            ZotdError: ``connection_lost``, or ``frame_too_large`` (nothing is
+                then in flight).
+        """
+        if self.lost is not None:
+            raise ZotdError("connection_lost", self.lost)
+        rid = request.id = next(self._ids)
+        line = _encode(request) + b"\n"
+        return rid, self._put(rid, line, waiter, on_progress, type(request) in CANCELLABLE)
 
-    async def _write_loop(self) -> None:
-        while True:
-            await self._kick.wait()
-            self._kick = anyio.Event()
-            self._writing = True  # until all of it is out, nothing is written inline
-            while self._queue:
-                data = b"".join(self._queue)
-                self._queue.clear()
-                try:
-                    await self._write(data)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                    self._lose(f"cannot send to zotd: {exc}")
-                    return
-            self._writing = False
+    def send_fields(self, type: str, fields: dict[str, Any], waiter: W) -> tuple[int, bytes]:
+        """As :meth:`send`, for a request given as its ``type`` and fields.
 
-    async def _write(self, data: bytes) -> None:
-        sock = self._sock
-        if sock is None:
-            await self._stream.send(data)
-            return
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[sock.send(view) :]
-            except BlockingIOError:
-                await anyio.wait_writable(sock)
-
-    async def _call(
-        self,
-        type: str,
-        fields: dict[str, Any],
-        progress: Callable[[ap.ToolProgressPush], object] | None = None,
-    ) -> ap.RawResponse:
-        if self._lost is not None:
-            raise ZotdError("connection_lost", self._lost)
+        Exactly these fields go, with ``id`` and ``type`` set here (over any
+        in ``fields``): for the requests whose fields zotd passes through to
+        the extensions, and for requests this library has no method for.
+        """
+        if self.lost is not None:
+            raise ZotdError("connection_lost", self.lost)
         rid = next(self._ids)
         fields["id"] = rid
         fields["type"] = type
         line = _encode(fields) + b"\n"
-        if len(line) - 1 > self._max:
+        return rid, self._put(rid, line, waiter, None, type in _CANCELLABLE_TAGS)
+
+    def _put(
+        self,
+        rid: int,
+        line: bytes,
+        waiter: W,
+        on_progress: ProgressCallback | None,
+        cancellable: bool,
+    ) -> bytes:
+        if len(line) - 1 > self.max_frame_bytes:
             # The daemon could only answer with an id-less error; say it here.
             raise ZotdError(
                 "frame_too_large",
-                f"a {len(line) - 1}-byte request is over the {self._max}-byte limit",
+                f"a {len(line) - 1}-byte request is over the {self.max_frame_bytes}-byte limit",
             )
-        slot = self._slot()
-        self._pending[rid] = slot
-        if progress is not None:
-            self._progress[rid] = progress
-        try:
-            self._send(line)
-            await slot.wait()
-        except BaseException:
-            if type in _CANCELLABLE and slot.reply is None and self._lost is None:
-                # Given up here (cancelled, a timeout around it): tell zotd,
-                # which tells the extensions. Its reply and the request's own
-                # (a `cancelled` error) are for nobody and are ignored.
-                cancel = {"id": next(self._ids), "type": "cancel", "request_id": rid}
-                with contextlib.suppress(ZotdError):  # the connection is gone: nothing to tell
-                    self._send(_encode(cancel) + b"\n")
-            raise
-        finally:
-            del self._pending[rid]
-            if progress is not None:
-                del self._progress[rid]
-        reply = slot.reply
+        self._pending[rid] = Pending(waiter, on_progress, cancellable)
+        return line
+
+    def finish(self, rid: int) -> ap.RawResponse:
+        """Takes request ``rid`` out of flight, once its waiter was woken.
+
+        Returns:
+            Its successful reply.
+
+        Raises:
+            ZotdError: the reply's error, or ``connection_lost`` if the
+                connection ended first.
+        """
+        reply = self._pending.pop(rid).reply
         if reply is None:
-            raise ZotdError("connection_lost", self._lost or "no reply")
+            raise ZotdError("connection_lost", self.lost or "no reply")
         if not reply.success:
             error = reply.error or ap.ErrorBody("internal", "failed without an error")
             raise ZotdError(error.code, error.message)
         return reply
 
-    async def request(self, type: str, **fields: Any) -> Any:
-        """Sends any request and returns its reply's ``data`` (decoded JSON).
+    def abandon(self, rid: int) -> bytes | None:
+        """Takes request ``rid`` out of flight, unanswered: its caller gave up.
 
-        Raises:
-            ZotdError: the daemon answered with an error, or the connection was lost.
+        Returns:
+            The ``cancel`` line to write, if zotd can still give the request
+            up (a ``call_tool``, ``invoke_command`` or ``intercept`` with no
+            reply yet, on a live connection); else ``None``. The replies to
+            both, when they come, are for nobody and are dropped.
         """
-        return msgspec.json.decode((await self._call(type, fields)).data)
+        pending = self._pending.pop(rid)
+        if not pending.cancellable or pending.reply is not None or self.lost is not None:
+            return None
+        return _encode(ap.CancelCall(id=next(self._ids), request_id=rid)) + b"\n"
 
-    async def _typed(self, cls: type[T], type: str, **fields: Any) -> T:
-        return _decode_as(cls, (await self._call(type, fields)).data, type)
+    # --- in -------------------------------------------------------------------------
 
-    # --- one method per request ---------------------------------------------------
+    def receive_data(self, data: bytes) -> list[Event[W]]:
+        """What a chunk the daemon wrote means, in order.
 
-    async def hello(
-        self,
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        provider: str = "",
-        model: str = "",
-        client: str = "",
-        token: str | None = None,
-        attach: bool = True,
-    ) -> ap.HelloData:
-        """Joins the workspace of ``cwd`` (the daemon's own if ``None``).
-
-        Returns once its extensions are ready (or their ready grace passed).
+        Replies come out as the :class:`Pending` they answer (replies to no
+        request in flight are dropped); ``tool_progress`` of a request sent
+        with ``on_progress`` goes to that callback at once (an exception it
+        raises is logged); other push frames come out as they are. Lines
+        this client cannot read (a newer daemon's) and lines over
+        ``max_frame_bytes`` are dropped.
         """
-        fields: dict[str, Any] = {
-            "protocol_version": AGENT_PROTOCOL_VERSION,
-            "provider": provider,
-            "model": model,
-            "client": client,
-            "attach": attach,
-        }
-        if cwd is not None:
-            fields["cwd"] = _absolute(cwd)
-        if token is not None:
-            fields["token"] = token
-        self.hello_data = await self._typed(ap.HelloData, "hello", **fields)
-        return self.hello_data
-
-    async def ping(self) -> bool:
-        """Whether the daemon answers."""
-        return (await self._typed(ap.PingData, "ping")).pong
-
-    async def status(self) -> ap.StatusData:
-        """The daemon's pid, version, socket and workspaces."""
-        return await self._typed(ap.StatusData, "status")
-
-    async def list_extensions(self) -> list[ap.ExtensionInfo]:
-        """The workspace's extensions with their live state."""
-        return (await self._typed(ap.ExtensionsData, "list_extensions")).extensions
-
-    async def list_commands(self) -> list[ap.CommandInfo]:
-        """The workspace's slash commands."""
-        return (await self._typed(ap.CommandsData, "list_commands")).commands
-
-    async def list_tools(self) -> list[ap.ToolInfo]:
-        """The workspace's tools."""
-        return (await self._typed(ap.ToolsData, "list_tools")).tools
-
-    async def list_commands_data(self) -> ap.CommandsData:
-        """The workspace's slash commands, and the registrations hidden
-        because another holds the name (``shadowed``)."""
-        return await self._typed(ap.CommandsData, "list_commands")
-
-    async def list_tools_data(self) -> ap.ToolsData:
-        """The workspace's tools, and the registrations hidden because
-        another holds the name (``shadowed``)."""
-        return await self._typed(ap.ToolsData, "list_tools")
-
-    async def invoke_command(self, name: str, args: str = "") -> ap.InvokeData:
-        """Runs a slash command (``name`` with or without the ``/``)."""
-        return await self._typed(
-            ap.InvokeData, "invoke_command", name=name.removeprefix("/"), args=args
-        )
-
-    async def call_tool(
-        self,
-        name: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        timeout_s: float | None = None,
-        on_progress: Callable[[ap.ToolProgressPush], object] | None = None,
-    ) -> ap.CallData:
-        """Calls a tool with a JSON object of arguments.
-
-        ``on_progress`` is called (in the task reading the connection: keep it
-        quick) with each ``tool_progress`` frame the tool sends; without it,
-        they go to :meth:`notifications`. Cancelling the call (a cancel
-        scope or timeout around it) tells zotd, which tells the extension
-        (so does cancelling :meth:`invoke_command` or :meth:`intercept`).
-        """
-        # The hot path: no **kwargs, no copy of a dict, one decode.
-        fields: dict[str, Any] = {
-            "name": name,
-            "args": args if type(args) is dict else dict(args or {}),
-        }
-        if timeout_s is not None:
-            fields["timeout_s"] = timeout_s
-        reply = await self._call("call_tool", fields, on_progress)
-        return _decode_as(ap.CallData, reply.data, "call_tool")
-
-    async def emit_event(self, event: str, **payload: Any) -> list[str]:
-        """Sends a lifecycle event; returns the extensions it was queued for."""
-        return (await self._typed(ap.EmitData, "emit_event", event=event, **payload)).delivered
-
-    async def intercept(
-        self, tool_name: str, tool_args: Mapping[str, Any] | None = None, *, tool_id: str = ""
-    ) -> ap.InterceptData:
-        """Asks the guards whether a tool call may run; ``args`` of the reply
-        holds the arguments to run it with if a guard rewrote them."""
-        return await self.intercept_event(
-            "tool_call", tool_id=tool_id, tool_name=tool_name, tool_args=dict(tool_args or {})
-        )
-
-    async def intercept_event(self, event: str, **payload: Any) -> ap.InterceptData:
-        """Asks the guards whether an event may go ahead: ``tool_call``,
-        ``turn_start`` (``step=``) or ``assistant_message`` (``text=``; the
-        reply's ``text`` is what to show the user if a guard replaced it)."""
-        return await self._typed(ap.InterceptData, "intercept", event=event, **payload)
-
-    async def panel_key(
-        self, panel_id: str, key: str, *, text: str = "", extension: str = ""
-    ) -> None:
-        """Sends a key pressed in a panel this connection opened."""
-        await self.request("panel_key", panel_id=panel_id, key=key, text=text, extension=extension)
-
-    async def panel_resize(
-        self, panel_id: str, width: int, height: int, *, extension: str = ""
-    ) -> None:
-        """Tells a panel's extension the panel's size, in cells."""
-        await self.request(
-            "panel_resize", panel_id=panel_id, width=width, height=height, extension=extension
-        )
-
-    async def panel_close(self, panel_id: str, *, extension: str = "") -> None:
-        """Closes a panel this connection opened."""
-        await self.request("panel_close", panel_id=panel_id, extension=extension)
-
-    async def subscribe(self, notifications: bool = True) -> None:
-        """Turns push frames on (see :meth:`notifications`)."""
-        await self.request("subscribe", notifications=notifications)
-
-    async def ext_install(self, source: str, *, scope: str = "global") -> ap.ExtChangeData:
-        """Installs an extension from a directory or git URL, and starts it."""
-        return await self._typed(ap.ExtChangeData, "ext_install", source=source, scope=scope)
-
-    async def ext_remove(self, name: str) -> ap.ExtChangeData:
-        """Stops an installed extension and deletes its directory."""
-        return await self._typed(ap.ExtChangeData, "ext_remove", name=name)
-
-    async def ext_enable(self, name: str) -> ap.ExtChangeData:
-        """Enables an extension in its manifest and starts it."""
-        return await self._typed(ap.ExtChangeData, "ext_enable", name=name)
-
-    async def ext_disable(self, name: str) -> ap.ExtChangeData:
-        """Disables an extension in its manifest and stops it."""
-        return await self._typed(ap.ExtChangeData, "ext_disable", name=name)
-
-    async def ext_reload(self, name: str | None = None) -> list[ap.ExtensionInfo]:
-        """Restarts one extension, or all, from disk; returns them once ready."""
-        fields = {} if name is None else {"name": name}
-        return (await self._typed(ap.ExtReloadData, "ext_reload", **fields)).extensions
-
-    async def ext_trust(self) -> list[ap.ExtensionInfo]:
-        """Trusts this workspace's project-local extensions as they are now, and starts them."""
-        return (await self._typed(ap.ExtReloadData, "ext_trust")).extensions
-
-    async def ext_logs(self, name: str, lines: int = 100) -> ap.LogsData:
-        """The end of an extension's log."""
-        return await self._typed(ap.LogsData, "ext_logs", name=name, lines=lines)
-
-    async def shutdown(self) -> None:
-        """Asks the daemon to stop gracefully."""
-        await self.request("shutdown")
-
-    def notifications(self) -> AsyncIterator[ap.Push]:
-        """Push frames until the connection closes: ``notify`` and
-        ``extension_state`` (after :meth:`subscribe`), and those meant for
-        this connection alone, subscribed or not: ``panel_render`` and
-        ``panel_close`` of the panels its commands opened, and
-        ``tool_progress`` of its calls made without ``on_progress``.
-
-        Iterate it with ``async for``.
-        """
-        return self._push_recv
-
-
-def _absolute(path: str | os.PathLike[str]) -> str:
-    # Pure string work (joins with the cwd); no file system access.
-    return os.path.abspath(path)
-
-
-@asynccontextmanager
-async def connect(
-    socket: str | os.PathLike[str] | None = None,
-    *,
-    hello: bool = True,
-    cwd: str | os.PathLike[str] | None = None,
-    provider: str = "",
-    model: str = "",
-    client: str = "zotd.client",
-    token: str | None = None,
-    attach: bool = True,
-    start: bool | None = None,
-) -> AsyncIterator[Client]:
-    """Connects to zotd (and says ``hello`` unless ``hello=False``).
-
-    If no daemon answers, one is started in the background (see
-    :mod:`zotd.client.autostart`) and waited for, unless ``start=False`` or
-    ``$ZOTD_NO_AUTOSTART=1``.
-
-    Args:
-        socket: the socket path (default: ``$ZOTD_SOCKET``, else the user runtime dir).
-        hello: send ``hello`` right away with the fields below.
-        cwd: the project directory (default: this process's cwd).
-        token: needed only if the daemon was configured with one
-            (default: ``$ZOTD_TOKEN``).
-
-    Raises:
-        NotRunning: nothing answers on the socket (and none was to be started).
-        ZotdError: ``hello`` failed; ``cannot_start`` if a daemon could not be started.
-    """
-    path = Path(socket) if socket is not None else Paths.from_env().socket
-    try:
-        check_socket_path(path)
-    except ValueError as exc:
-        raise ZotdError("cannot_connect", str(exc)) from None
-    try:
-        stream = await anyio.connect_unix(path)
-    except (FileNotFoundError, ConnectionRefusedError):
-        if not autostart.enabled(start):
-            raise NotRunning(path) from None
-        try:
-            stream = await autostart.start_daemon(path)
-        except autostart.StartError as exc:
-            raise ZotdError("cannot_start", f"cannot start zotd: {exc}") from None
-    except OSError as exc:
-        raise ZotdError(
-            "cannot_connect", f"cannot connect to {path}: {exc.strerror or exc}"
-        ) from None
-    try:
-        async with stream, anyio.create_task_group() as tg:
-            zot = Client(stream)
-            tg.start_soon(zot.run)
+        events: list[Event[W]] = []
+        pending = self._pending
+        for line in self._lines.feed(data):
+            if isinstance(line, Oversized):
+                continue
             try:
-                if hello:
-                    await zot.hello(
-                        cwd=cwd if cwd is not None else os.getcwd(),
-                        provider=provider,
-                        model=model,
-                        client=client,
-                        token=token if token is not None else os.environ.get("ZOTD_TOKEN"),
-                        attach=attach,
-                    )
-                yield zot
-            finally:
-                tg.cancel_scope.cancel()
-                zot._push_send.close()
-                zot._push_recv.close()
-    except BaseExceptionGroup as group:
-        # The reader task never raises, so a group holds the caller's own
-        # exception: hand it back as itself.
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
+                frame = ap.decode_reply(line)
+            except msgspec.DecodeError:
+                continue  # a newer daemon's frame we cannot read
+            if isinstance(frame, ap.RawResponse):
+                slot = pending.get(frame.id) if isinstance(frame.id, int) else None
+                if slot is not None:
+                    slot.reply = frame
+                    events.append(slot)
+                continue
+            if type(frame) is ap.ToolProgressPush and isinstance(frame.request_id, int):
+                slot = pending.get(frame.request_id)
+                if slot is not None and slot.on_progress is not None:
+                    try:
+                        slot.on_progress(frame)
+                    except Exception:  # the caller's bug must not stop the connection
+                        log.exception("an on_progress callback failed")
+                    continue
+            events.append(frame)
+        return events
+
+    def lose(self, why: str) -> list[W]:
+        """The connection ended: nothing more can be sent or received.
+
+        Returns:
+            The waiters of every request in flight, to be woken: their
+            :meth:`finish` raises ``connection_lost`` with the first ``why``.
+        """
+        self.lost = self.lost or why
+        return [p.waiter for p in self._pending.values()]

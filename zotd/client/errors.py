@@ -1,0 +1,29 @@
+"""The client library's exceptions: :class:`ZotdError` and :class:`NotRunning`.
+
+Plain classes (no I/O), shared by the sans-IO connection and the transport.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ZotdError(Exception):
+    """A request failed. ``code`` is an :class:`~zotd.protocol.agent.ErrorCode` value,
+    or ``not_running``, ``cannot_connect`` or ``connection_lost`` for failures of
+    the connection itself, or ``bad_reply`` for a reply this client cannot read."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{message} ({code})")
+        self.code = code
+        self.message = message
+
+
+class NotRunning(ZotdError):
+    """No daemon answers on the socket."""
+
+    def __init__(self, socket: Path) -> None:
+        super().__init__(
+            "not_running",
+            f"zotd is not running (nothing answers on {socket}); start it with `zotd start`",
+        )
