@@ -23,20 +23,27 @@ towards refusing.) When several guards block, the first to answer names
 the reason.
 
 The whole decision is bounded by one deadline; a guard that has not
-answered by then, or that fails, counts as allow.
+answered by then, or that fails, counts as allow. Rewritten arguments of an
+extension's tool must still fit the tool's schema, else the last guard to
+rewrite them is taken to block; that check runs inside the same deadline,
+off the event loop (:func:`check_args`), and a check that does not finish
+in time accepts (never block a call because of the checker's limits).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import msgspec
 import trio
 
+from ..model import args as model_args
 from ..model.errors import RequestError
+from ..model.registry import Tool
 from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
 from .extension import Extension
@@ -91,6 +98,8 @@ class Decision:
         event: the event's name.
         payload: the event's fields as the agent sent them, ``event`` included.
         rewriters: names of the guards known to rewrite; updated as guards do.
+        tools: the registered tools by name, whose schemas rewritten
+            ``tool_args`` must fit (``None``: not checked).
     """
 
     def __init__(
@@ -99,8 +108,10 @@ class Decision:
         event: str,
         payload: dict[str, msgspec.Raw],
         rewriters: set[str],
+        tools: Mapping[str, Tool] | None = None,
     ) -> None:
         self._guards = guards
+        self._tools = tools
         self._event = event
         self._payload = dict(payload)
         self._rewriters = rewriters
@@ -117,11 +128,20 @@ class Decision:
         self.outcome = Outcome()
 
     async def run(self, limit: float) -> Outcome:
-        """Decides, within ``limit`` seconds; never raises ``RequestError``."""
+        """Decides, within ``limit`` seconds; never raises ``RequestError``.
+
+        Rewritten ``tool_args`` are checked against the tool's schema within
+        what is left of ``limit`` (see :func:`check_args`).
+
+        Cancellation withdraws every question still in flight (each guard
+        still thinking is sent ``cancel``), abandons a schema check (its
+        child process is killed), then raises :exc:`trio.Cancelled`.
+        """
         guards = self._guards
+        deadline = trio.current_time() + limit
         try:
             self._ask_round()
-            with trio.move_on_after(limit) as scope:
+            with trio.move_on_at(deadline) as scope:
                 while self._pos < len(guards) and not self.outcome.blocked_by:
                     if self._blocker is not None:
                         self._apply(guards[self._blocker], self._answers[self._blocker])  # type: ignore[arg-type]
@@ -134,6 +154,8 @@ class Decision:
                     self._take(answer)  # type: ignore[arg-type]
             if scope.cancelled_caught:
                 self._settle_at_deadline(limit)
+            if self.outcome.args is not None and not self.outcome.blocked_by:
+                await self._check_rewritten_args(deadline)
             await trio.lowlevel.checkpoint_if_cancelled()
         finally:
             for i, rid in self._asked.items():
@@ -247,6 +269,31 @@ class Decision:
         out.rewritten_by.append(guard.name)
         return True
 
+    async def _check_rewritten_args(self, deadline: float) -> None:
+        """Blocks the call if rewritten arguments of an extension's tool do not fit its schema."""
+        out = self.outcome
+        try:
+            tool_name = msgspec.json.decode(self._payload.get("tool_name", b'""'))
+        except msgspec.DecodeError:
+            return
+        tools = self._tools or {}
+        tool = tools.get(tool_name) if isinstance(tool_name, str) else None
+        if tool is None or out.args is None:
+            return
+        error = await check_args(tool, out.args, deadline)
+        if error is None:
+            return
+        last = out.rewritten_by[-1]
+        reason = (
+            f"the arguments of tool {tool_name!r} as rewritten by "
+            f"{', '.join(repr(n) for n in out.rewritten_by)} do not fit its schema: {error}"
+        )
+        log.info("intercept: refused a rewrite: %s", reason)
+        guard = next((g for g in self._guards if g.name == last), None)
+        if guard is not None:
+            guard.note(f"rewrite refused: {reason}")
+        out.block(last, reason)
+
     def _settle_at_deadline(self, timeout: float) -> None:
         # Whoever has not answered counts as allow. Answers already in, to the
         # payload as it stands, still count, in order, up to the first
@@ -262,3 +309,49 @@ class Decision:
                 assert isinstance(answer, ep.EventInterceptResponse)
                 if self._apply(self._guards[self._pos - 1], answer):
                     break
+
+
+async def check_args(tool: Tool, args: msgspec.Raw, deadline: float) -> str | None:
+    """:meth:`Tool.check_args`, bounded by ``deadline`` and off the event loop.
+
+    A schema without a ``pattern`` is checked in a worker thread. One with a
+    pattern is checked in a child process (``python -m zotd.model.args``):
+    Python's regular expressions hold the GIL while they backtrack, so a
+    pattern such as ``^(a+)+$`` would stall the event loop from any thread.
+
+    Returns what does not fit, or ``None``: the arguments fit, or the check
+    did not finish by ``deadline``, or it failed (the checker's limits never
+    block a call). Cancellation abandons the thread (it finishes on its own,
+    its answer dropped) or kills the child, then raises :exc:`trio.Cancelled`.
+    """
+    with trio.move_on_at(deadline):
+        if not model_args.may_backtrack(bytes(tool.schema)):
+            return await trio.to_thread.run_sync(tool.check_args, args, abandon_on_cancel=True)
+        return await _check_in_child(tool.schema, args)
+    log.info("intercept: the arguments of tool %r were not checked in time: allowed", tool.name)
+    return None
+
+
+async def _kill(process: trio.Process) -> None:
+    process.kill()  # nothing to save in a checker: no SIGTERM first, no grace
+    await trio.lowlevel.checkpoint()
+
+
+async def _check_in_child(schema: msgspec.Raw, args: msgspec.Raw) -> str | None:
+    """The check in a child process, killed if cancelled; ``None`` if it fails."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "zotd.model.args"],
+        stdin=b"[" + bytes(schema) + b"," + bytes(args) + b"]",
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        deliver_cancel=_kill,
+    )
+    if done.returncode != 0:
+        log.info("intercept: the schema check failed (%d): allowed", done.returncode)
+        return None
+    try:
+        message = msgspec.json.decode(done.stdout)
+    except msgspec.DecodeError:
+        return None
+    return message if isinstance(message, str) else None
