@@ -307,38 +307,9 @@ HostFrame = (
 _encoder = msgspec.json.Encoder()
 
 _extension_decoder: FrameDecoder[ExtensionFrame] = FrameDecoder(
-    ExtensionFrame,
-    tags_of(
-        Hello,
-        RegisterCommand,
-        RegisterTool,
-        Ready,
-        ToolResult,
-        Subscribe,
-        EventInterceptResponse,
-        CommandResponse,
-        Notify,
-        ShutdownAck,
-        PanelRender,
-        PanelClose,
-        ToolProgress,
-    ),
+    ExtensionFrame, tags_of(ExtensionFrame)
 )
-_host_decoder: FrameDecoder[HostFrame] = FrameDecoder(
-    HostFrame,
-    tags_of(
-        HelloAck,
-        CommandInvoked,
-        ToolCall,
-        LifecycleEvent,
-        EventIntercept,
-        PanelKey,
-        PanelResize,
-        PanelClose,
-        Cancel,
-        Shutdown,
-    ),
-)
+_host_decoder: FrameDecoder[HostFrame] = FrameDecoder(HostFrame, tags_of(HostFrame))
 
 
 def encode(frame: msgspec.Struct) -> bytes:

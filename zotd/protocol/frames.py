@@ -14,6 +14,7 @@ daemon treats each differently:
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -129,13 +130,19 @@ def _loose(raw: msgspec.Raw) -> Any:
 _TOO_DEEP = "invalid JSON: nested too deeply"
 
 
-def tags_of(*classes: type[msgspec.Struct]) -> frozenset[str]:
-    """The ``type`` tags of some tagged Struct classes."""
+def tags_of(*types: Any) -> frozenset[str]:
+    """The ``type`` tags of tagged Struct classes, or of unions of them.
+
+    ``tags_of(ExtensionFrame)`` reads the tags off the union itself, so that
+    a union of frame types is spelled once.
+    """
     out = set()
-    for cls in classes:
-        tag = cls.__struct_config__.tag
-        assert isinstance(tag, str), f"{cls.__name__} has no string tag"
-        out.add(tag)
+    for cls in types:
+        members = typing.get_args(cls) or (cls,)
+        for member in members:
+            tag = member.__struct_config__.tag
+            assert isinstance(tag, str), f"{member.__name__} has no string tag"
+            out.add(tag)
     return frozenset(out)
 
 

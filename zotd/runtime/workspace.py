@@ -81,7 +81,7 @@ class Workspace(Requests):
         #: Why :meth:`run` died, if a bug of ours made it.
         self.crashed: str | None = None
         self._stop = trio.Event()
-        self._stop_code = ap.ErrorCode.EXTENSION_FAILED
+        self._stop_code: str = ap.ErrorCode.EXTENSION_FAILED
         self._clients_changed = trio.Event()
         #: Open panels and who opened each.
         self.panels = Panels(self.extensions)

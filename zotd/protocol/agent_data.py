@@ -1,0 +1,236 @@
+"""Agent protocol v1: the ``data`` of successful replies, and the entries they list.
+
+One ``*Data`` Struct per request (``list_extensions`` answers
+:class:`ExtensionsData`, ``call_tool`` :class:`CallData`, ...), with the
+entries they hold (:class:`ExtensionInfo`, :class:`CommandInfo`,
+:class:`ToolInfo`, ...). Re-exported by :mod:`zotd.protocol.agent`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .extension import Block, PanelSpec
+
+
+class Shadowed(msgspec.Struct):
+    """A command (``/name``) or tool (``name``) an extension registered but
+    does not hold: ``held_by`` is the extension (or ``zot`` for a built-in)
+    that holds it, ``reason`` says why, in words."""
+
+    name: str
+    held_by: str
+    reason: str
+
+
+class ShadowedInfo(msgspec.Struct):
+    """A registration that lost its name (``list_commands``, ``list_tools``):
+    ``extension`` registered ``name`` (a command's without the ``/``), but
+    ``held_by`` holds it (an extension, or ``zot`` for a built-in or
+    reserved name); ``reason`` says why, in words."""
+
+    name: str
+    description: str
+    extension: str
+    held_by: str
+    reason: str
+
+
+class CommandInfo(msgspec.Struct):
+    """One slash command."""
+
+    name: str
+    description: str
+    extension: str
+
+
+class ToolInfo(msgspec.Struct):
+    """One tool; ``schema`` is its JSON Schema object."""
+
+    name: str
+    description: str
+    schema: Any
+    extension: str
+
+
+class HelloData(msgspec.Struct, gc=False):
+    """``data`` of ``hello``."""
+
+    protocol_version: int
+    zotd_version: str
+    workspace: str | None
+    pid: int
+
+
+class PingData(msgspec.Struct, gc=False):
+    """``data`` of ``ping``."""
+
+    pong: bool = True
+
+
+class ExtensionInfo(msgspec.Struct):
+    """One extension in ``list_extensions``."""
+
+    name: str
+    version: str
+    description: str
+    language: str
+    scope: str
+    dir: str
+    enabled: bool
+    state: str
+    pid: int | None
+    restarts: int
+    #: Why it was last restarted ("" if never).
+    restart_reason: str
+    exit_code: int | None
+    commands: list[str]
+    tools: list[str]
+    events: list[str]
+    intercepts: list[str]
+    log: str
+    last_error: str
+    log_tail: list[str]
+    #: What its ``hello`` listed under ``capabilities``.
+    capabilities: list[str] = []
+    #: Replies it sent for requests no longer pending (dropped).
+    late_replies: int = 0
+    #: Problems with its manifest that do not stop it (an unknown key, ...).
+    warnings: list[str] = []
+    #: Seconds since its process started, while it runs; else ``None``.
+    uptime_s: float | None = None
+    #: Names it registered that another holds: ``/cmd`` or ``tool``, with why.
+    shadowed: list[Shadowed] = []
+    #: While it serves nothing (not ``ready``): why, and what to do about it,
+    #: in the words of the errors (``weather is disabled; run `zot ext enable
+    #: weather```); else "".
+    hint: str = ""
+
+
+class ExtensionsData(msgspec.Struct):
+    """``data`` of ``list_extensions``."""
+
+    extensions: list[ExtensionInfo]
+
+
+class CommandsData(msgspec.Struct, omit_defaults=True):
+    """``data`` of ``list_commands``: the commands by name, and the
+    registrations hidden because another holds the name (left out when
+    there are none)."""
+
+    commands: list[CommandInfo]
+    shadowed: list[ShadowedInfo] = []
+
+
+class ToolsData(msgspec.Struct, omit_defaults=True):
+    """``data`` of ``list_tools``: the tools by name, and the registrations
+    hidden because another holds the name (left out when there are none)."""
+
+    tools: list[ToolInfo]
+    shadowed: list[ShadowedInfo] = []
+
+
+class InvokeData(msgspec.Struct, gc=False):
+    """``data`` of ``invoke_command``: the extension's ``command_response``."""
+
+    extension: str
+    action: str
+    prompt: str = ""
+    insert: str = ""
+    display: str = ""
+    error: str = ""
+    #: A panel the command opened (``panel_render`` and ``panel_close``
+    #: pushes follow on this connection), else ``None``.
+    open_panel: PanelSpec | None = None
+
+
+class CallData(msgspec.Struct, gc=False):
+    """``data`` of ``call_tool``: the extension's ``tool_result``."""
+
+    extension: str
+    content: list[Block]
+    is_error: bool = False
+
+
+class CancelData(msgspec.Struct, gc=False):
+    """``data`` of ``cancel``: whether the call was still in flight (else it
+    had been answered already, and nothing changed)."""
+
+    cancelled: bool
+
+
+class EmitData(msgspec.Struct, gc=False):
+    """``data`` of ``emit_event``: the extensions the event was queued for."""
+
+    delivered: list[str]
+
+
+class InterceptData(msgspec.Struct, gc=False):
+    """``data`` of ``intercept``. ``extension`` names the guard that blocked.
+
+    ``args`` (a ``tool_call``'s rewritten arguments) and ``text`` (an
+    ``assistant_message``'s replaced text) are ``None`` unless a guard
+    changed them; ``rewritten_by`` names those guards in order.
+    """
+
+    block: bool
+    reason: str = ""
+    extension: str = ""
+    args: Any = None
+    text: str | None = None
+    rewritten_by: list[str] = []
+
+
+class ExtChangeData(msgspec.Struct):
+    """``data`` of ``ext_install``, ``ext_remove``, ``ext_enable``, ``ext_disable``.
+
+    ``extension`` is what the caller's workspace now runs under that name
+    (``None`` after a removal that revealed nothing, or if it is not in the
+    caller's workspace).
+    """
+
+    name: str
+    dir: str
+    scope: str
+    extension: ExtensionInfo | None
+
+
+class ExtReloadData(msgspec.Struct):
+    """``data`` of ``ext_reload`` (the reloaded extensions of the caller's
+    workspace) and of ``ext_trust`` (its project-local extensions)."""
+
+    extensions: list[ExtensionInfo]
+
+
+class LogsData(msgspec.Struct):
+    """``data`` of ``ext_logs``."""
+
+    path: str
+    lines: list[str]
+
+
+class WorkspaceStatus(msgspec.Struct):
+    """One workspace in ``status``."""
+
+    path: str
+    clients: int
+    extensions: int
+    ready: int
+    #: Extension processes this workspace runs now (each workspace runs its own).
+    processes: int = 0
+
+
+class StatusData(msgspec.Struct):
+    """``data`` of ``status``."""
+
+    pid: int
+    zotd_version: str
+    socket: str
+    uptime_s: float
+    workspaces: list[WorkspaceStatus]
+
+
+class Empty(msgspec.Struct, gc=False):
+    """``data`` of requests with nothing to say (``subscribe``, ``shutdown``)."""
