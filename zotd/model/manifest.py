@@ -21,6 +21,7 @@ import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import msgspec
@@ -33,8 +34,8 @@ MANIFEST = "extension.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-class Scope:
-    """Where an extension was found."""
+class Scope(StrEnum):
+    """Where an extension was found (values as on the wire: ``ExtensionInfo.scope``)."""
 
     EXPLICIT = "explicit"
     PROJECT = "project"
