@@ -113,7 +113,9 @@ class Transport:
     requests sent while a write is under way go out together in the next.
     """
 
-    def __init__(self, stream: anyio.abc.ByteStream, *, max_frame_bytes: int = DEFAULT_MAX_LINE):
+    def __init__(
+        self, stream: anyio.abc.ByteStream, *, max_frame_bytes: int = DEFAULT_MAX_LINE
+    ) -> None:
         self._stream = stream
         # The socket under the stream, for non-blocking reads and writes
         # without a task switch; None for other streams (they get the
@@ -267,27 +269,34 @@ class Transport:
         Raises:
             ZotdError: the reply's error, or the connection's.
         """
+        # The hot path: one coroutine from the request to its reply.
+        conn = self._conn
         slot = self._slot()
-        rid, line = self._conn.send(request, slot, on_progress)
-        return await self._exchange(slot, rid, line)
+        rid, line = conn.send(request, slot, on_progress)
+        try:
+            self._send(line)
+            await slot.wait()
+        except BaseException:
+            self._abandon(rid)
+            raise
+        return conn.finish(rid)
 
     async def _call_fields(self, type: str, fields: dict[str, Any]) -> ap.RawResponse:
         """As :meth:`_call`, for a request given as its ``type`` and fields."""
         slot = self._slot()
         rid, line = self._conn.send_fields(type, fields, slot)
-        return await self._exchange(slot, rid, line)
-
-    async def _exchange(self, slot: _Slot | _TrioSlot, rid: int, line: bytes) -> ap.RawResponse:
-        conn = self._conn
         try:
             self._send(line)
             await slot.wait()
         except BaseException:
-            # Given up here (cancelled, a timeout around it): tell zotd,
-            # which tells the extensions.
-            cancel = conn.abandon(rid)
-            if cancel is not None:
-                with contextlib.suppress(ZotdError):  # the connection is gone: nothing to tell
-                    self._send(cancel)
+            self._abandon(rid)
             raise
-        return conn.finish(rid)
+        return self._conn.finish(rid)
+
+    def _abandon(self, rid: int) -> None:
+        # Given up here (cancelled, a timeout around it): tell zotd, which
+        # tells the extensions.
+        cancel = self._conn.abandon(rid)
+        if cancel is not None:
+            with contextlib.suppress(ZotdError):  # the connection is gone: nothing to tell
+                self._send(cancel)
