@@ -5,11 +5,16 @@ Plain functions: bytes in, events out, no event loop and no socket.
 
 from __future__ import annotations
 
+import ast
 import logging
+from pathlib import Path
+from types import ModuleType
 
 import msgspec
 import pytest
 
+import zotd.client.connection as connection_module
+import zotd.client.errors as errors_module
 from zotd.client.connection import Connection, Pending, decode_data
 from zotd.client.errors import ZotdError
 from zotd.protocol import agent as ap
@@ -237,3 +242,16 @@ def test_losing_the_connection_fails_everything_in_flight() -> None:
     with pytest.raises(ZotdError):
         conn.send_fields("ping", {}, "four")
     assert conn.in_flight == 0
+
+
+@pytest.mark.parametrize("module", [connection_module, errors_module])
+def test_the_connection_does_no_io(module: ModuleType) -> None:
+    assert module.__file__ is not None
+    source = Path(module.__file__).read_text()
+    imported = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            imported.add(node.module.split(".")[0])
+    assert not imported & {"anyio", "trio", "asyncio", "socket", "select", "os", "subprocess"}
