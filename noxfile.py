@@ -49,5 +49,5 @@ def bench(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def soak(session: nox.Session) -> None:
     """Fault-injection soak: prints lost/wrong replies and orphans (`-- --quick`)."""
-    session.install("-e", ".")
+    session.install("-e", ".[soak]")
     session.run("python", "soak/soak.py", *session.posargs)
