@@ -48,7 +48,7 @@ def _refused(exc: manage.ManageError) -> RequestError:
     return RequestError(Code.BAD_REQUEST, str(exc))
 
 
-def _lookup(ws: Workspace, name: str) -> Found:
+async def _lookup(ws: Workspace, name: str) -> Found:
     """The extension ``name`` as the workspace sees it (running or not).
 
     Raises:
@@ -57,7 +57,7 @@ def _lookup(ws: Workspace, name: str) -> Found:
     ext = ws.extensions.get(name)
     if ext is not None:
         return ext.found
-    found = ws.discover()  # on disk but not picked up yet (copied in by hand, say)
+    found = await ws.scan()  # on disk but not picked up yet (copied in by hand, say)
     for f in found:
         if f.name == name:
             return f
@@ -126,7 +126,7 @@ async def remove(hub: Hub, ws: Workspace, name: str) -> ap.ExtChangeData:
     Cancellation: the stops run shielded and the deletion is finished; what
     it was hiding is then not started until a reload.
     """
-    found = _lookup(ws, name)
+    found = await _lookup(ws, name)
     _refuse_explicit(found)
     affected = _affected(hub, found)
     async with trio.open_nursery() as nursery:
@@ -148,7 +148,7 @@ async def set_enabled(hub: Hub, ws: Workspace, name: str, enabled: bool) -> ap.E
     Cancellation: the manifest is rewritten all the same; the workspaces
     not yet refreshed pick the change up at their next reload.
     """
-    found = _lookup(ws, name)
+    found = await _lookup(ws, name)
     _refuse_explicit(found)
     change = partial(manage.set_enabled, found, enabled)
     try:
@@ -170,7 +170,7 @@ async def reload(hub: Hub, ws: Workspace, name: str | None) -> ap.ExtReloadData:
     """
     workspaces = hub.live_workspaces()
     if name is not None:
-        _lookup(ws, name)
+        await _lookup(ws, name)
         await _refresh(workspaces, [name], reload=True)
         names = [name]
         ext = ws.extensions.get(name)
@@ -180,7 +180,7 @@ async def reload(hub: Hub, ws: Workspace, name: str | None) -> ap.ExtReloadData:
     else:
         async with trio.open_nursery() as nursery:
             for w in workspaces:
-                names_there = set(w.extensions) | {f.name for f in w.discover()}
+                names_there = set(w.extensions) | {f.name for f in await w.scan()}
                 nursery.start_soon(partial(_refresh, [w], names_there, reload=True))
         names = sorted(ws.extensions)
     infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
@@ -195,7 +195,7 @@ async def trust_project(hub: Hub, ws: Workspace) -> ap.ExtReloadData:
     Cancellation: the trust file is written all the same; starts already
     begun are carried through (shielded), the others wait for a reload.
     """
-    found = [f for f in ws.discover() if f.scope == Scope.PROJECT and not f.error]
+    found = [f for f in await ws.scan() if f.scope == Scope.PROJECT and not f.error]
     await trio.to_thread.run_sync(trust.trust, hub.paths.home, ws.root, found)
     names = sorted(f.name for f in found)
     async with trio.open_nursery() as nursery:
@@ -213,7 +213,7 @@ async def logs(hub: Hub, ws: Workspace, name: str, lines: int) -> ap.LogsData:
     Cancellation: the file is read to the end in its thread all the same,
     and the lines dropped; nothing changes.
     """
-    _lookup(ws, name)  # not_found, with the names there are, for a name not here
+    await _lookup(ws, name)  # not_found, with the names there are, for a name not here
     path: Path = hub.paths.extension_log(name)
     if lines < 1:
         raise RequestError(Code.BAD_REQUEST, "`lines` must be at least 1")
