@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -19,6 +20,16 @@ from zotd.client import NotRunning, ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol.agent import NotifyPush
 from zotd.protocol.extension import TextBlock
+
+
+def _answers(path: Path) -> bool:
+    """Whether something accepts connections on the socket ``path``."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 @pytest.fixture
@@ -39,7 +50,7 @@ def daemon_process(paths: Paths, short_tmp: Path) -> Iterator[subprocess.Popen[b
     )
     try:
         deadline = time.monotonic() + 30  # a hang guard, generous for a busy machine
-        while not paths.socket.exists():
+        while not _answers(paths.socket):  # the file exists from bind(), before listen()
             assert proc.poll() is None, "the daemon exited"
             assert time.monotonic() < deadline, "the daemon did not start"
             time.sleep(0.02)
