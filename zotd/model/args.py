@@ -33,12 +33,12 @@ from typing import Any, Final
 import msgspec
 
 # (no stubs installed; "unused-ignore" keeps this green once types-jsonschema is)
-from jsonschema import Draft202012Validator, validators  # type: ignore[import-untyped,unused-ignore]
-from jsonschema.exceptions import (  # type: ignore[import-untyped,unused-ignore]
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import (
     ValidationError,
     best_match,
 )
-from jsonschema.protocols import Validator as _Validator  # type: ignore[import-untyped,unused-ignore]
+from jsonschema.protocols import Validator as _Validator
 
 #: A message past this many characters is cut (the rest of it is a long value).
 MAX_MESSAGE: Final = 160
@@ -119,7 +119,7 @@ def _permissive(cls: type[_Validator]) -> type[_Validator]:
             nullable = schema.get("nullable") is True
             yield ValidationError(_expected(types, nullable, instance, validator) or error.message)
 
-    extended: type[_Validator] = validators.extend(cls, {"type": type_})
+    extended: type[_Validator] = validators.extend(cls, {"type": type_})  # type: ignore[no-untyped-call]  (untyped in types-jsonschema)
     return extended
 
 
