@@ -119,7 +119,8 @@ def _permissive(cls: type[_Validator]) -> type[_Validator]:
             nullable = schema.get("nullable") is True
             yield ValidationError(_expected(types, nullable, instance, validator) or error.message)
 
-    extended: type[_Validator] = validators.extend(cls, {"type": type_})  # type: ignore[no-untyped-call]  (untyped in types-jsonschema)
+    # `extend` has no annotations in types-jsonschema.
+    extended: type[_Validator] = validators.extend(cls, {"type": type_})  # type: ignore[no-untyped-call]
     return extended
 
 
