@@ -1,47 +1,47 @@
-"""One extension: its process, its pipes, its handshake and its pending calls.
+"""One extension: its process and its requests.
 
 :meth:`Extension.run` is the extension's supervisor, one nursery per
 extension::
 
     Extension.run
     ├─ the process (own process group; stderr appended straight to its log)
-    ├─ reader: stdout line -> msgspec decode -> route (replies, registrations)
-    ├─ writer: bounded channel -> stdin, queued frames sent in one write
-    └─ handshake: hello deadline, then ready (or quiet, or grace)
+    ├─ Inbox.run: stdout line -> decode -> handshake -> route    (inbox.py)
+    ├─ Inbox.keep_time: the handshake's deadlines (hello, quiet, grace)
+    ├─ Calls.write: queued frames -> stdin, sent in one write    (calls.py)
+    ├─ PendingTable.expire: one cancel scope for the deadlines of every `ask`
+    └─ ExtensionLog.watch: rotates its log past max_log_bytes    (extension_log.py)
 
-The child's stderr is the log file itself (opened ``O_APPEND``), not a pipe
-we copy from: no task, no copy, and the log keeps everything the extension
-wrote even if the daemon dies. The daemon's own notes about the extension
-(refusals, shadowed names, malformed lines) are appended to the same file.
-
-Requests are matched to replies by ids from a per-extension counter. When the
-process ends, every request still pending fails at once with
+This module is the process's lifetime and the extension's face to its
+workspace; the requests it is sent are :class:`~.calls.Calls`', matched to
+their replies by ids from a :class:`~.pending.PendingTable`. When the process
+ends, every request still pending fails at once with
 :class:`~zotd.model.errors.RequestError`; nothing waits for its deadline.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import signal
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 import trio
 
-from ..model import logfiles
+from ..model import noise
 from ..model.config import Config
-from ..model.errors import RequestError, extension_failed
+from ..model.errors import RequestError
 from ..model.manifest import Found
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
-from ..protocol.frames import FrameError, UnknownFrame, is_json_object
-from ..protocol.lines import Oversized
+from . import status
+from .calls import Calls, R
+from .extension_log import ExtensionLog
+from .inbox import Inbox
 from .process import Process, Spawner
-from .streams import LineReader, Outbox
+from .status import RUNNING, Host, State
+
+__all__ = ["DRAIN_TIMEOUT", "NOISE_PER_SECOND", "RUNNING", "Extension", "Host", "State"]
 
 log = logging.getLogger(__name__)
 
@@ -49,154 +49,8 @@ log = logging.getLogger(__name__)
 #: it wrote just before exiting are still read and routed).
 DRAIN_TIMEOUT = 0.5
 
-#: How often a running extension's log size is checked for rotation.
-LOG_CHECK_INTERVAL = 10.0
-
-#: Lines of the log shown in ``list_extensions``.
-LOG_TAIL_LINES = 10
-
-#: "Noise" an extension may send per second: ``notify`` frames and bad lines
-#: (malformed, oversized, of unknown type, replies to no pending call). Past
-#: it, noise is dropped (and counted in its log once a second), and its stdout
-#: is read more slowly: a flood slows the flooder, not the daemon or the
-#: other extensions.
-NOISE_PER_SECOND = 500
-
-#: While over that budget, the reader pauses this long after every
-#: ``NOISE_PAUSE_EVERY`` dropped lines.
-NOISE_PAUSE = 0.01
-NOISE_PAUSE_EVERY = 100
-
-
-class _Noise:
-    """Counts an extension's noise per one-second window."""
-
-    __slots__ = ("count", "dropped", "unpaused", "window")
-
-    def __init__(self) -> None:
-        self.window = float("-inf")
-        self.count = 0
-        self.dropped = 0
-        self.unpaused = 0
-
-    def admit(self, now: float) -> tuple[bool, int]:
-        """Whether one more piece of noise is within budget, and how many were
-        dropped in the window that just ended (to report), if one ended."""
-        ended = 0
-        if now - self.window >= 1.0:
-            ended, self.window, self.count, self.dropped = self.dropped, now, 0, 0
-        self.count += 1
-        if self.count <= NOISE_PER_SECOND:
-            return True, ended
-        self.dropped += 1
-        self.unpaused += 1
-        return False, ended
-
-
-#: Frames of the registration window: each one keeps an extension that sends
-#: no ``ready`` from counting as ready for another ``ready_idle``.
-_REGISTRATIONS = (ep.Hello, ep.RegisterCommand, ep.RegisterTool, ep.Subscribe)
-
-Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
-R = TypeVar("R", ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
-
-
-class State:
-    """Live states of an extension."""
-
-    STARTING = "starting"
-    READY = "ready"
-    STOPPING = "stopping"
-    #: A project-local extension the user has not trusted (see ``zot ext trust``).
-    UNTRUSTED = "untrusted"
-    #: Ended on its own; waiting out its backoff before a restart.
-    RESTARTING = "restarting"
-    EXITED = "exited"
-    FAILED = "failed"
-    DISABLED = "disabled"
-
-
-#: States in which the process is alive and takes frames.
-RUNNING = frozenset({State.STARTING, State.READY})
-
-
-class Host(Protocol):
-    """What an extension reports to, and asks of, its workspace."""
-
-    def hello_ack(self, ext: Extension) -> ep.HelloAck: ...
-
-    def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None: ...
-
-    def on_register_tool(self, ext: Extension, frame: ep.RegisterTool) -> str | None: ...
-
-    def on_notify(self, ext: Extension, frame: ep.Notify) -> None: ...
-
-    def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None: ...
-
-    def on_changed(self, ext: Extension) -> None: ...
-
-    def on_exit(self, ext: Extension) -> None: ...
-
-
-class _Pending:
-    """A one-shot slot for the reply to one request.
-
-    The waiting task is parked and rescheduled directly (no Event): this is
-    on the path of every call.
-    """
-
-    __slots__ = ("callback", "deadline", "expect", "on_reply", "outcome", "progress", "task")
-
-    def __init__(
-        self, expect: type[Reply], callback: Callable[[Reply | RequestError], None] | None = None
-    ) -> None:
-        self.expect = expect
-        self.outcome: Reply | RequestError | None = None
-        self.task: trio.lowlevel.Task | None = None
-        #: Called with the outcome instead of waking a task (see ``Extension.ask``).
-        self.callback = callback
-        #: When the expiry task fails it with ``timeout`` (``Extension.ask``).
-        self.deadline = math.inf
-        #: Called with each ``tool_progress`` frame for this request, if set.
-        self.progress: Callable[[ep.ToolProgress], None] | None = None
-        #: Called with the reply (not an error) by the reader, before the
-        #: waiting task runs: for what must happen before the next frame is read.
-        self.on_reply: Callable[[Reply], None] | None = None
-
-    def resolve(self, reply: Reply | None, error: RequestError | None = None) -> None:
-        """Delivers the reply (or the error); later calls do nothing."""
-        if self.outcome is not None:
-            return
-        outcome = self.outcome = error if error is not None else reply
-        assert outcome is not None
-        if self.on_reply is not None and error is None:
-            try:
-                self.on_reply(outcome)  # type: ignore[arg-type]
-            except Exception:
-                log.exception("a reply's hook failed")
-        if self.callback is not None:
-            try:
-                self.callback(outcome)
-            except Exception:  # a bug there must not take the reader down with it
-                log.exception("a reply's callback failed")
-        elif self.task is not None:
-            trio.lowlevel.reschedule(self.task)
-            self.task = None
-
-    async def wait(self) -> Reply | RequestError:
-        """Waits for :meth:`resolve`; cancellation withdraws the wait."""
-        if self.outcome is None:
-            self.task = trio.lowlevel.current_task()
-
-            def abort(_: object) -> trio.lowlevel.Abort:
-                self.task = None
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
-        else:
-            await trio.lowlevel.checkpoint()
-        assert self.outcome is not None
-        return self.outcome
+#: The noise an extension may send per second (see :mod:`zotd.model.noise`).
+NOISE_PER_SECOND = noise.PER_SECOND
 
 
 class Extension:
@@ -224,6 +78,7 @@ class Extension:
         self.found = found
         self.name = found.name
         self.log_path = log_path
+        self.log = ExtensionLog(found.name, log_path, config.max_log_bytes)
         self._host = host
         self._config = config
         self._spawner = spawner
@@ -240,6 +95,7 @@ class Extension:
         self.restart_at: float | None = None
         #: When (trio time) its process was spawned.
         self.started_at: float | None = None
+        #: What it subscribed to, and intercepts (set by its :class:`Inbox`).
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
         #: What its ``hello`` says it can do (informational).
@@ -256,34 +112,29 @@ class Extension:
         self.stop_requested = trio.Event()
         self._process: Process | None = None
         self._process_exited = trio.Event()
-        self._hello = trio.Event()
-        self._ready = trio.Event()
-        self._quiet_scope: trio.CancelScope | None = None
-        self._refused = False
         self._stop_code: str | None = None
-        self._next_id = 0
-        self._pending: dict[str, _Pending] = {}
-        self._noise = _Noise()
-        #: The expiry task's cancel scope, whose deadline is the earliest
-        #: deadline of a pending ``ask`` (see :meth:`_expire`).
-        self._expiry: trio.CancelScope | None = None
-        self._next_expiry = math.inf
-        #: Frames for its stdin; made when the process starts.
-        self._outbox: Outbox | None = None
+        #: The requests it is sent, and its stdin.
+        self._calls = Calls(self, config.extension_queue)
+        #: Its stdout's reader and its handshake; made when the process starts.
+        self._inbox: Inbox | None = None
 
     # --- lifetime ---------------------------------------------------------------
 
     async def run(self) -> None:
         """Runs the extension until its process ends; never raises ``Exception``.
 
-        Broken and disabled extensions return at once. On cancellation the
-        process group is killed (SIGKILL) and reaped, shielded, before this
-        returns; a graceful stop is :meth:`stop`'s job.
+        Broken, disabled and untrusted extensions return at once. When it
+        returns, the process is gone and every request sent to it has its
+        answer or has failed.
+
+        Cancellation kills the process group (SIGKILL) and reaps it,
+        shielded, within ``kill_timeout``, before :exc:`trio.Cancelled`
+        propagates; requests still pending fail (with :meth:`stop`'s code if
+        it was stopping, else ``extension_failed``). A graceful stop is
+        :meth:`stop`'s job.
         """
         try:
-            if self._stop_code is not None:  # stopped before it ever started
-                if self.state == State.STARTING:
-                    self.state = State.EXITED
+            if self._stopped_before_start():
                 return
             if self.found.error or self.state == State.DISABLED:
                 if self.found.error:
@@ -296,7 +147,10 @@ class Extension:
                 self.note(f"not started: {self.found.untrusted}")
                 return
             try:
-                process = self._start()
+                await self.log.rotate()  # before the child appends to it
+                if self._stopped_before_start():  # (while a big log was copied)
+                    return
+                process = self._spawn()
             except OSError as exc:
                 self._fail(f"cannot start {self.found.argv[0]}: {exc.strerror or exc}")
                 return
@@ -313,24 +167,47 @@ class Extension:
         finally:
             self._finish()
 
-    def _start(self) -> Process:
-        logfiles.rotate_if_big(self.log_path, self._config.max_log_bytes)
-        fd = logfiles.open_append(self.log_path)
+    def _stopped_before_start(self) -> bool:
+        if self._stop_code is None:
+            return False
+        if self.state == State.STARTING:
+            self.state = State.EXITED
+        return True
+
+    def _spawn(self) -> Process:
+        fd = self.log.open_for_child()
         try:
             return self._spawner(self.found.argv, cwd=self.found.dir, env=self._env, stderr=fd)
         finally:
             os.close(fd)
 
     async def _supervise(self, process: Process) -> None:
-        self._outbox = Outbox(process.stdin, self._config.extension_queue)
+        """Runs the process's tasks until it has exited and its stdout is
+        drained (up to ``DRAIN_TIMEOUT``), then cancels them.
+
+        Cancellation kills the process group (SIGKILL) and reaps it,
+        shielded, within ``kill_timeout``; then :exc:`trio.Cancelled`
+        propagates. Its stdout is closed either way.
+        """
+        config = self._config
+        outbox = self._calls.open(process.stdin)
+        inbox = self._inbox = Inbox(
+            self,
+            host=self._host,
+            pending=self._calls.pending,
+            config=config,
+            spawned=trio.current_time(),
+            on_ready=self._mark_ready,
+            on_refuse=self._refuse,
+        )
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._write, self._outbox)
+                nursery.start_soon(self._calls.write, outbox)
                 reader_done = trio.Event()
-                nursery.start_soon(self._read, process, reader_done)
-                nursery.start_soon(self._handshake)
-                nursery.start_soon(self._watch_log)
-                nursery.start_soon(self._expire)
+                nursery.start_soon(inbox.run, process.stdout, reader_done)
+                nursery.start_soon(inbox.keep_time)
+                nursery.start_soon(self.log.watch)
+                nursery.start_soon(self._calls.pending.expire)
                 self.exit_code = await process.wait()
                 self._process_exited.set()
                 with trio.move_on_after(DRAIN_TIMEOUT):
@@ -339,7 +216,7 @@ class Extension:
         finally:
             if self.exit_code is None:  # cancelled: kill the group and reap it
                 process.signal_group(signal.SIGKILL)
-                with trio.CancelScope(shield=True), trio.move_on_after(self._config.kill_timeout):
+                with trio.CancelScope(shield=True), trio.move_on_after(config.kill_timeout):
                     self.exit_code = await process.wait()
             self._process_exited.set()
             with trio.CancelScope(shield=True):
@@ -361,13 +238,12 @@ class Extension:
             self._stop_code or ErrorCode.EXTENSION_FAILED,
             f"extension {self.name!r} {_describe_exit(code)} before replying",
         )
-        if self._noise.dropped:
+        if self._inbox is not None and self._inbox.noise.dropped:
             self.note(
-                f"dropped {self._noise.dropped} notify frames and bad lines in its last second"
+                f"dropped {self._inbox.noise.dropped} notify frames and bad lines "
+                "in its last second"
             )
-        for slot in self._pending.values():
-            slot.resolve(None, error)
-        self._pending.clear()
+        self._calls.pending.fail_all(error)
         self._host.on_exit(self)
         self.settled.set()
         self.finished.set()
@@ -378,8 +254,12 @@ class Extension:
         Sends ``shutdown`` and closes stdin, waits ``shutdown_timeout`` for
         the process to exit, then SIGTERMs its group, waits ``kill_timeout``,
         then SIGKILLs it (reference, "Lifecycle", step 6). Requests still
-        pending fail with ``code``. Returns once :meth:`run` has finished,
-        or, if cancelled, as soon as it is cancelled.
+        pending fail with ``code``. Returns once :meth:`run` has finished.
+
+        Cancellation raises :exc:`trio.Cancelled` at once and leaves the
+        stop where it was: ``shutdown`` is sent and stdin closed, no further
+        signal is sent, and the process is left to exit, or to be killed
+        when :meth:`run` is cancelled (which owns it).
         """
         if self._stop_code is None:
             self._stop_code = code
@@ -391,12 +271,7 @@ class Extension:
             return
         self.state = State.STOPPING
         self._host.on_changed(self)
-        if self._outbox is not None:
-            try:
-                self._outbox.put_nowait(ep.encode(ep.Shutdown()))
-                self._outbox.close()
-            except trio.BrokenResourceError:
-                pass
+        self._calls.shutdown()
         with trio.move_on_after(self._config.shutdown_timeout):
             await self._process_exited.wait()
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -417,6 +292,30 @@ class Extension:
             return None
         return _describe_exit(self.exit_code)
 
+    # --- what the handshake decides (see Inbox) -----------------------------------
+
+    @property
+    def _refused(self) -> bool:
+        return self._inbox is not None and self._inbox.refused
+
+    def _mark_ready(self) -> None:
+        if self.state != State.STARTING:
+            return
+        self.state = State.READY
+        self.settled.set()
+        self._host.on_changed(self)
+
+    def _refuse(self, reason: str) -> None:
+        self._fail(f"refused: {reason}")
+        if self._process is not None:
+            self._process.signal_group(signal.SIGKILL)
+
+    def _fail(self, reason: str) -> None:
+        self.state = State.FAILED
+        self.last_error = reason
+        self.note(reason)
+        self.settled.set()
+
     # --- requests -----------------------------------------------------------------
 
     @property
@@ -432,15 +331,7 @@ class Extension:
     @property
     def pending(self) -> int:
         """Requests sent to it and not yet answered, failed or withdrawn."""
-        return len(self._pending)
-
-    def _next_request(self) -> tuple[Outbox, str]:
-        """Its stdin's outbox and a new request id; ``RequestError`` if not running."""
-        outbox = self._outbox
-        if not self.running or outbox is None:
-            raise extension_failed(f"extension {self.name!r} is {self.state}")
-        self._next_id += 1
-        return outbox, str(self._next_id)
+        return len(self._calls.pending)
 
     async def request(
         self,
@@ -449,36 +340,13 @@ class Extension:
         *,
         on_reply: Callable[[R], None] | None = None,
     ) -> R:
-        """Sends the frame ``make(id)`` and waits for the reply with that id.
+        """Sends the frame ``make(id)`` and waits for the reply with that id
+        (see :meth:`Calls.request <.calls.Calls.request>`).
 
-        ``on_reply`` is called with the reply by the task that reads it,
-        before the extension's next frame is read.
-
-        Cancellation (the caller's deadline) withdraws the request; a reply
-        that comes later is logged and dropped.
-
-        Raises:
-            RequestError: the extension is not running, ends before replying,
-                or replies with a malformed or mismatched frame.
+        Cancellation (the caller's deadline) withdraws the request: the
+        extension is sent ``cancel``, and a reply that comes later is dropped.
         """
-        outbox, rid = self._next_request()
-        slot = _Pending(expect)
-        slot.on_reply = on_reply  # type: ignore[assignment]
-        self._pending[rid] = slot
-        try:
-            try:
-                await outbox.put(make(rid), alone=len(self._pending) == 1)
-            except trio.BrokenResourceError:
-                raise extension_failed(
-                    f"extension {self.name!r} stopped reading its stdin"
-                ) from None
-            outcome = await slot.wait()
-        finally:
-            self.withdraw(rid)
-        if isinstance(outcome, RequestError):
-            raise outcome
-        assert isinstance(outcome, expect)
-        return outcome
+        return await self._calls.request(make, expect, on_reply=on_reply)
 
     def ask(
         self,
@@ -491,317 +359,25 @@ class Extension:
         progress: Callable[[ep.ToolProgress], None] | None = None,
     ) -> str:
         """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
-        reply (or the error) from the task that reads it.
-
-        This is the hot path of tool calls and of intercepts: no task per
-        request, no cancel scope per request. ``timeout`` is enforced by the
-        extension's expiry task, which fails the request with a ``timeout``
-        :class:`RequestError` at its deadline. The frame is queued even past
-        ``extension_queue`` (requests are bounded by the daemon's ``busy``
-        limits), so that a request waits for a slow reader inside its
-        deadline, as an awaited :meth:`request` does.
-
-        ``alone=False`` says more requests follow at once: the frame is queued
-        for the writer to send with them, not written on its own.
-        ``progress`` gets the ``tool_progress`` frames sent for the request.
-
-        Returns the request's id: pass it to :meth:`withdraw` when the answer
-        is no longer wanted. Raises :class:`RequestError` if the extension is
-        not running.
-        """
-        outbox, rid = self._next_request()
-        try:
-            outbox.put_nowait(make(rid), alone=alone and not self._pending, force=True)
-        except trio.BrokenResourceError:
-            raise extension_failed(f"extension {self.name!r} stopped reading its stdin") from None
-        slot = _Pending(expect, callback)  # type: ignore[arg-type]
-        slot.progress = progress
-        if timeout is not None:
-            slot.deadline = deadline = trio.current_time() + timeout
-            if deadline < self._next_expiry:
-                self._next_expiry = deadline
-                if self._expiry is not None:
-                    self._expiry.deadline = deadline
-        self._pending[rid] = slot
-        return rid
-
-    async def _expire(self) -> None:
-        # One cancel scope for the deadlines of every pending `ask`: it sleeps
-        # until the earliest, fails what is due, and looks for the next. (A
-        # cancel scope per call would cost a fifth of a call's time.)
-        while True:
-            with trio.CancelScope(deadline=self._next_expiry) as self._expiry:
-                await trio.sleep_forever()
-            self._expiry = None
-            now = trio.current_time()
-            soonest = math.inf
-            for rid, slot in list(self._pending.items()):
-                if slot.deadline <= now:
-                    del self._pending[rid]
-                    self._cancel(rid)
-                    slot.resolve(None, RequestError(ErrorCode.TIMEOUT, "no reply in time"))
-                else:
-                    soonest = min(soonest, slot.deadline)
-            self._next_expiry = soonest
+        reply or the error; returns the id (see :meth:`Calls.ask <.calls.Calls.ask>`)."""
+        return self._calls.ask(
+            make, expect, callback, timeout=timeout, alone=alone, progress=progress
+        )
 
     def withdraw(self, rid: str) -> None:
-        """Forgets a request; if it was still unanswered, tells the extension
-        with a ``cancel`` frame. A reply that comes later is dropped and counted."""
-        if self._pending.pop(rid, None) is not None:
-            self._cancel(rid)
-
-    def _cancel(self, rid: str) -> None:
-        # Extensions that do not know `cancel` ignore it, as the reference's
-        # examples ignore every frame they do not know.
-        if self.running:
-            self.send_nowait(ep.encode(ep.Cancel(id=rid)))
+        """Forgets a request; sends ``cancel`` if it was still unanswered."""
+        self._calls.withdraw(rid)
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
-        if not self.running or self._outbox is None:
-            return False
-        try:
-            queued = self._outbox.put_nowait(frame)
-        except trio.BrokenResourceError:
-            return False
-        if not queued:
-            self.note("stdin queue full: dropped a frame (is the extension reading stdin?)")
-        return queued
-
-    # --- the three tasks ------------------------------------------------------------
-
-    async def _write(self, outbox: Outbox) -> None:
-        try:
-            await outbox.run()
-        except trio.BrokenResourceError:
-            pass  # the process closed stdin or died; the exit is handled by run()
-
-    async def _read(self, process: Process, done: trio.Event) -> None:
-        try:
-            async for lines in LineReader(process.stdout, self._config.max_frame_bytes):
-                for line in lines:
-                    if isinstance(line, Oversized):
-                        if self._noisy():
-                            self.note(
-                                f"dropped a {line.size}-byte line: longer than the "
-                                f"{self._config.max_frame_bytes}-byte frame limit"
-                            )
-                    elif line and not line.isspace():
-                        self._on_line(line)
-                if self._noise.unpaused >= NOISE_PAUSE_EVERY:
-                    self._noise.unpaused = 0
-                    await trio.sleep(NOISE_PAUSE)
-        finally:
-            done.set()
-
-    async def _watch_log(self) -> None:
-        # The child writes its log directly; keep it under max_log_bytes.
-        while True:
-            await trio.sleep(LOG_CHECK_INTERVAL)
-            path, limit = self.log_path, self._config.max_log_bytes
-            if logfiles.size(path) <= limit:
-                continue  # the usual case: a stat, no thread
-            try:
-                rotated = await trio.to_thread.run_sync(logfiles.rotate_if_big, path, limit)
-            except OSError as exc:
-                log.warning("cannot rotate %s: %s", path, exc)
-                continue
-            if rotated:
-                self.note(f"rotated this log (it passed {limit} bytes) to {path.name}.1")
-
-    async def _handshake(self) -> None:
-        # Both windows count from the spawn, so that every extension is
-        # settled (ready, failed, or at least waited for) by spawn +
-        # ready_grace: that bounds how long an agent's `hello` waits.
-        config = self._config
-        spawned = trio.current_time()
-        with trio.move_on_at(spawned + config.hello_timeout):
-            with trio.move_on_at(spawned + config.ready_grace):
-                await self._hello.wait()
-            if not self._hello.is_set():
-                self.settled.set()  # agents stop waiting; it may still say hello
-                await self._hello.wait()
-        if not self._hello.is_set():
-            self._refuse(f"sent no `hello` frame within {config.hello_timeout:g} s")
-            return
-        # A late hello still gets one quiet window to register in.
-        deadline = max(spawned + config.ready_grace, trio.current_time() + config.ready_idle)
-        with trio.move_on_at(deadline) as grace:
-            with trio.move_on_after(config.ready_idle) as quiet:
-                self._quiet_scope = quiet
-                await self._ready.wait()
-        self._quiet_scope = None
-        if self._ready.is_set() or not self.running:
-            return
-        if grace.cancelled_caught:
-            self.note(f"no `ready` within {config.ready_grace:g} s; proceeding without it")
-        else:
-            self.note(f"no `ready` frame; ready after {config.ready_idle:g} s of quiet")
-        self._mark_ready()
-
-    # --- routing ----------------------------------------------------------------
-
-    def _on_line(self, line: bytes) -> None:
-        if self._refused:
-            return  # it is being killed; nothing it says counts
-        try:
-            frame = ep.decode_extension_frame(line)
-        except FrameError as exc:
-            self._on_bad_frame(exc, line)
-            return
-        if isinstance(frame, UnknownFrame):
-            if self._noisy():
-                log.debug("extension %s: ignored unknown frame type %r", self.name, frame.type)
-            return
-        if self._quiet_scope is not None and isinstance(frame, _REGISTRATIONS):
-            # Still registering: not quiet yet. (Replies, progress and notes
-            # say nothing of that: an extension already serving calls
-            # without ever sending `ready` must not wait out the grace.)
-            self._quiet_scope.deadline = trio.current_time() + self._config.ready_idle
-        if not self._hello.is_set():
-            self._on_first(frame)
-            return
-        if isinstance(frame, ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse):
-            self._on_reply(frame)
-        elif isinstance(frame, ep.Notify):
-            if self._noisy():
-                self._host.on_notify(self, frame)
-        elif isinstance(frame, ep.ToolProgress):
-            self._on_progress(frame)
-        elif isinstance(frame, ep.PanelRender | ep.PanelClose):
-            if self._noisy():  # a flood of redraws slows the flooder alone
-                self._host.on_panel(self, frame)
-        elif isinstance(frame, ep.RegisterCommand):
-            self._report_shadow(self._host.on_register_command(self, frame))
-        elif isinstance(frame, ep.RegisterTool):
-            if not is_json_object(frame.schema):
-                self.note(f"tool {frame.name!r} refused: `schema` must be a JSON object")
-                return
-            self._report_shadow(self._host.on_register_tool(self, frame))
-        elif isinstance(frame, ep.Subscribe):
-            self._subscribe(frame)
-        elif isinstance(frame, ep.Ready):
-            self._mark_ready()
-        elif isinstance(frame, ep.ShutdownAck):
-            log.debug("extension %s: shutdown_ack", self.name)
-        elif isinstance(frame, ep.Hello):
-            self.note("ignored a second `hello`")
-
-    def _on_first(self, frame: ep.ExtensionFrame) -> None:
-        if not isinstance(frame, ep.Hello):
-            tag = type(frame).__struct_config__.tag
-            self._refuse(f"first frame must be `hello`, got `{tag}`")
-        elif frame.name != self.name:
-            self._refuse(
-                f"`hello` names {frame.name!r} but extension.json names {self.name!r}; "
-                "they must match"
-            )
-        else:
-            self._hello.set()
-            self.capabilities = list(frame.capabilities)
-            self.send_nowait(ep.encode(self._host.hello_ack(self)))
-
-    def _on_reply(self, frame: Reply) -> None:
-        # Answered: the slot goes (an awaited request's `finally` pops it too).
-        slot = self._pending.pop(str(frame.id), None)
-        if slot is not None and isinstance(frame, slot.expect):
-            slot.resolve(frame)
-            return
-        tag = type(frame).__struct_config__.tag
-        if slot is None:
-            self.late_replies += 1
-            if self._noisy():
-                self.note(
-                    f"dropped `{tag}` for id {frame.id!r}: no such request pending (answered "
-                    "already, cancelled, or past its deadline)"
-                )
-        else:
-            want = slot.expect.__struct_config__.tag
-            slot.resolve(
-                None,
-                extension_failed(f"extension {self.name!r} answered with `{tag}`, not `{want}`"),
-            )
-
-    def _on_progress(self, frame: ep.ToolProgress) -> None:
-        slot = self._pending.get(str(frame.id))
-        if slot is None or slot.expect is not ep.ToolResult:
-            if self._noisy():
-                self.note(f"dropped `tool_progress` for id {frame.id!r}: no tool call pending")
-        elif slot.progress is not None and self._noisy():
-            try:
-                slot.progress(frame)
-            except Exception:  # a bug there must not take the reader down with it
-                log.exception("a progress callback failed")
-
-    def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
-        if self._noisy():
-            preview = line[:200].decode("utf-8", "replace")
-            self.note(f"skipped a malformed line ({exc.message}): {preview}")
-        slot = self._pending.pop(str(exc.id), None) if exc.id is not None else None
-        if slot is not None:
-            slot.resolve(
-                None,
-                extension_failed(f"extension {self.name!r} sent a malformed reply: {exc.message}"),
-            )
-
-    def _noisy(self) -> bool:
-        """Counts one piece of noise; ``False`` if it is over budget (drop it quietly)."""
-        admitted, ended = self._noise.admit(trio.current_time())
-        if ended:
-            self.note(
-                f"dropped {ended} notify frames and bad lines in one second "
-                f"(more than {NOISE_PER_SECOND} a second); reading its output more slowly"
-            )
-        return admitted
-
-    def _subscribe(self, frame: ep.Subscribe) -> None:
-        self.events = set(frame.events)
-        unknown = self.events - ep.EVENTS
-        if unknown:
-            self.note(f"subscribed to events zot does not send (yet): {sorted(unknown)}")
-        self.intercepts = set(frame.intercept) & ep.INTERCEPTABLE
-        ignored = set(frame.intercept) - ep.INTERCEPTABLE
-        if ignored:
-            self.note(f"cannot intercept {sorted(ignored)}: only {sorted(ep.INTERCEPTABLE)}")
-        if self.state == State.READY:
-            self._host.on_changed(self)
-
-    def _mark_ready(self) -> None:
-        if self.state != State.STARTING:
-            return
-        self.state = State.READY
-        self._ready.set()
-        self.settled.set()
-        self._host.on_changed(self)
-
-    def _report_shadow(self, reason: str | None) -> None:
-        if reason is not None:
-            self.note(reason)
-        elif self.state == State.READY:
-            self._host.on_changed(self)  # a late registration
-
-    def _refuse(self, reason: str) -> None:
-        self._refused = True
-        self._fail(f"refused: {reason}")
-        if self._process is not None:
-            self._process.signal_group(signal.SIGKILL)
-
-    def _fail(self, reason: str) -> None:
-        self.state = State.FAILED
-        self.last_error = reason
-        self.note(reason)
-        self.settled.set()
+        return self._calls.send_nowait(frame)
 
     # --- reporting ----------------------------------------------------------------
 
     def note(self, message: str) -> None:
-        """Appends a line from the daemon to the extension's log (and debug log)."""
-        log.debug("extension %s: %s", self.name, message)
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        try:
-            logfiles.append(self.log_path, f"[zotd {stamp}] {message}\n")
-        except OSError as exc:
-            log.warning("cannot write %s: %s", self.log_path, exc)
+        """Appends a line from the daemon to the extension's log (and debug log);
+        inline, and provably tiny (see :meth:`ExtensionLog.note`)."""
+        self.log.note(message)
 
     def info(
         self,
@@ -810,41 +386,8 @@ class Extension:
         shadowed: list[Shadowed] | None = None,
         hint: str = "",
     ) -> ExtensionInfo:
-        """This extension as ``list_extensions`` shows it."""
-        m = self.found.manifest
-        shows_pid = self.running or self.state == State.STOPPING
-        uptime = None
-        if shows_pid and self.started_at is not None:
-            uptime = round(trio.current_time() - self.started_at, 3)
-        return ExtensionInfo(
-            name=self.name,
-            version=m.version if m else "",
-            description=m.description if m else "",
-            language=m.language if m else "",
-            scope=self.found.scope,
-            dir=str(self.found.dir),
-            enabled=m.enabled if m else True,
-            state=self.state,
-            pid=self.pid if shows_pid else None,
-            restarts=self.restarts,
-            restart_reason=self.restart_reason,
-            exit_code=self.exit_code,
-            commands=commands,
-            tools=tools,
-            events=sorted(self.events),
-            intercepts=sorted(self.intercepts),
-            log=str(self.log_path),
-            last_error=self.last_error,
-            log_tail=logfiles.tail(self.log_path, LOG_TAIL_LINES)
-            if self.exit_code is not None
-            else [],
-            capabilities=self.capabilities,
-            late_replies=self.late_replies,
-            warnings=list(self.found.warnings),
-            uptime_s=uptime,
-            shadowed=shadowed or [],
-            hint=hint,
-        )
+        """This extension as ``list_extensions`` shows it (see :func:`.status.info`)."""
+        return status.info(self, commands, tools, shadowed, hint)
 
 
 def _describe_exit(code: int | None) -> str:

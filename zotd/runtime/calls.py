@@ -1,0 +1,178 @@
+"""What the daemon sends one extension: requests, matched to their replies,
+and one-way frames, down its stdin.
+
+:class:`Calls` is the stdin half of an :class:`~.extension.Extension` (its
+:class:`~.inbox.Inbox` is the stdout half, which resolves the replies).
+Requests get ids from the extension's :class:`~.pending.PendingTable`; the
+frames go through one :class:`~.streams.Outbox`, made when the process
+starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import trio
+
+from ..model.errors import RequestError, extension_failed
+from ..protocol import extension as ep
+from .pending import PendingTable, Slot
+from .streams import Outbox
+
+if TYPE_CHECKING:
+    from .extension import Extension
+
+R = TypeVar("R", ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
+
+
+class Calls:
+    """The requests sent to one extension process, and its stdin.
+
+    Args:
+        ext: the extension (frames go only while it is running).
+        queue: the bound of its stdin's queue (``extension_queue``).
+    """
+
+    __slots__ = ("_ext", "_queue", "outbox", "pending")
+
+    def __init__(self, ext: Extension, queue: int) -> None:
+        self._ext = ext
+        self._queue = queue
+        #: The requests sent and not yet answered, failed or withdrawn.
+        self.pending: PendingTable[ep.ToolProgress] = PendingTable(on_expire=self.cancel)
+        #: Frames for its stdin; made by :meth:`open` when the process starts.
+        self.outbox: Outbox | None = None
+
+    def open(self, stdin: trio.abc.SendStream) -> Outbox:
+        """Makes the outbox for the process's stdin (see :meth:`write`)."""
+        self.outbox = Outbox(stdin, self._queue)
+        return self.outbox
+
+    async def write(self, outbox: Outbox) -> None:
+        """Writes what is queued for its stdin until the outbox is closed (then
+        closes stdin) or the process stops reading.
+
+        Cancellation stops the writing; frames still queued are dropped (the
+        process is exiting or being killed: its supervisor owns that).
+        """
+        try:
+            await outbox.run()
+        except trio.BrokenResourceError:
+            pass  # the process closed stdin or died; the exit is its supervisor's
+
+    def shutdown(self) -> None:
+        """Queues ``shutdown`` and closes the outbox: the writer sends what is
+        queued, then closes stdin."""
+        if self.outbox is not None:
+            try:
+                self.outbox.put_nowait(ep.encode(ep.Shutdown()))
+                self.outbox.close()
+            except trio.BrokenResourceError:
+                pass
+
+    def _next_request(self) -> tuple[Outbox, str]:
+        """Its stdin's outbox and a new request id; ``RequestError`` if not running."""
+        outbox = self.outbox
+        if not self._ext.running or outbox is None:
+            raise extension_failed(f"extension {self._ext.name!r} is {self._ext.state}")
+        return outbox, self.pending.new_id()
+
+    async def request(
+        self,
+        make: Callable[[str], bytes],
+        expect: type[R],
+        *,
+        on_reply: Callable[[R], None] | None = None,
+    ) -> R:
+        """Sends the frame ``make(id)`` and waits for the reply with that id.
+
+        ``on_reply`` is called with the reply by the task that reads it,
+        before the extension's next frame is read.
+
+        Cancellation (the caller's deadline) withdraws the request: the
+        extension is sent ``cancel`` if no answer had come; a reply that
+        comes later is logged, counted and dropped, and ``on_reply`` is not
+        called.
+
+        Raises:
+            RequestError: the extension is not running, ends before replying,
+                or replies with a malformed or mismatched frame.
+        """
+        outbox, rid = self._next_request()
+        slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply)
+        self.pending.add(rid, slot)
+        try:
+            try:
+                await outbox.put(make(rid), alone=len(self.pending) == 1)
+            except trio.BrokenResourceError:
+                raise extension_failed(
+                    f"extension {self._ext.name!r} stopped reading its stdin"
+                ) from None
+            return await slot.wait()
+        finally:
+            self.withdraw(rid)
+
+    def ask(
+        self,
+        make: Callable[[str], bytes],
+        expect: type[R],
+        callback: Callable[[R | RequestError], None],
+        *,
+        timeout: float | None = None,
+        alone: bool = True,
+        progress: Callable[[ep.ToolProgress], None] | None = None,
+    ) -> str:
+        """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
+        reply (or the error) from the task that reads it.
+
+        This is the hot path of tool calls and of intercepts: no task per
+        request, no cancel scope per request. ``timeout`` is enforced by the
+        pending table's expiry task, which fails the request with a
+        ``timeout`` :class:`RequestError` at its deadline. The frame is queued
+        even past ``extension_queue`` (requests are bounded by the daemon's
+        ``busy`` limits), so that a request waits for a slow reader inside
+        its deadline, as an awaited :meth:`request` does.
+
+        ``alone=False`` says more requests follow at once: the frame is queued
+        for the writer to send with them, not written on its own.
+        ``progress`` gets the ``tool_progress`` frames sent for the request.
+
+        Returns the request's id: pass it to :meth:`withdraw` when the answer
+        is no longer wanted. Raises :class:`RequestError` if the extension is
+        not running.
+        """
+        outbox, rid = self._next_request()
+        try:
+            outbox.put_nowait(make(rid), alone=alone and not self.pending, force=True)
+        except trio.BrokenResourceError:
+            raise extension_failed(
+                f"extension {self._ext.name!r} stopped reading its stdin"
+            ) from None
+        self.pending.add(rid, Slot(expect, callback, progress=progress), timeout)
+        return rid
+
+    def withdraw(self, rid: str) -> None:
+        """Forgets a request; if it was still unanswered, tells the extension
+        with a ``cancel`` frame. A reply that comes later is dropped and counted."""
+        if self.pending.pop(rid) is not None:
+            self.cancel(rid)
+
+    def cancel(self, rid: str) -> None:
+        """Sends ``cancel`` for ``rid`` (if it is running)."""
+        # Extensions that do not know `cancel` ignore it, as the reference's
+        # examples ignore every frame they do not know.
+        if self._ext.running:
+            self.send_nowait(ep.encode(ep.Cancel(id=rid)))
+
+    def send_nowait(self, frame: bytes) -> bool:
+        """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
+        if not self._ext.running or self.outbox is None:
+            return False
+        try:
+            queued = self.outbox.put_nowait(frame)
+        except trio.BrokenResourceError:
+            return False
+        if not queued:
+            self._ext.note("stdin queue full: dropped a frame (is the extension reading stdin?)")
+        return queued

@@ -1,0 +1,211 @@
+"""Requests waiting for their replies: a table of one-shot slots, by id.
+
+Whoever sends requests over a stream (an extension's :class:`~.calls.Calls`)
+keeps one :class:`PendingTable`: it hands out the ids (a counter), holds a
+:class:`Slot` per request until the reply comes, and fails the slots whose
+deadline passes. The reader that gets a reply pops its slot and resolves it;
+the slot wakes the task waiting in :meth:`Slot.wait`, or calls the slot's
+callback (a request with no task of its own, on the hot path of tool calls).
+
+Deadlines cost one cancel scope per table, not one per request:
+:meth:`PendingTable.expire` sleeps until the earliest deadline, fails what
+is due, and sleeps until the next (a cancel scope per call would cost a
+fifth of a call's time).
+
+Each slot is typed by the reply it expects (``R``); the table by the
+interim updates its requests may get (``U``: a tool call's progress).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any, Generic, NoReturn, TypeVar
+
+import trio
+
+from ..model.errors import RequestError
+from ..protocol.agent import ErrorCode
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+U = TypeVar("U")
+
+
+class Slot(Generic[R, U]):
+    """A one-shot slot for the reply to one request: an ``expect``, or an error.
+
+    The waiting task is parked and rescheduled directly (no Event): this is
+    on the path of every call.
+
+    Args:
+        expect: the type of the reply.
+        callback: called with the outcome instead of waking a task.
+        on_reply: called with the reply (not an error) before the waiting
+            task runs, by the task that resolves it: for what must happen
+            before the next frame is read.
+        progress: called with each interim update for the request, if set.
+    """
+
+    __slots__ = ("_callback", "_outcome", "_task", "deadline", "expect", "on_reply", "progress")
+
+    def __init__(
+        self,
+        expect: type[R],
+        callback: Callable[[R | RequestError], None] | None = None,
+        *,
+        on_reply: Callable[[R], None] | None = None,
+        progress: Callable[[U], None] | None = None,
+    ) -> None:
+        self.expect = expect
+        self._callback = callback
+        self.on_reply = on_reply
+        self.progress = progress
+        #: When :meth:`PendingTable.expire` fails it with ``timeout``.
+        self.deadline = math.inf
+        self._outcome: R | RequestError | None = None
+        self._task: trio.lowlevel.Task | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether it has been resolved or failed."""
+        return self._outcome is not None
+
+    def resolve(self, reply: object) -> bool:
+        """Delivers ``reply`` if it is an ``expect``, else returns ``False``
+        (and the caller fails it). Once it is done, later calls change nothing."""
+        if not isinstance(reply, self.expect):
+            return False
+        if self._outcome is None:
+            self._outcome = reply
+            if self.on_reply is not None:
+                try:
+                    self.on_reply(reply)
+                except Exception:  # a bug there must not take the reader down with it
+                    log.exception("a reply's hook failed")
+            self._wake(reply)
+        return True
+
+    def fail(self, error: RequestError) -> None:
+        """Delivers ``error`` instead of a reply; does nothing if it is done."""
+        if self._outcome is None:
+            self._outcome = error
+            self._wake(error)
+
+    def _wake(self, outcome: R | RequestError) -> None:
+        if self._callback is not None:
+            try:
+                self._callback(outcome)
+            except Exception:  # a bug there must not take the reader down with it
+                log.exception("a reply's callback failed")
+        elif self._task is not None:
+            trio.lowlevel.reschedule(self._task)
+            self._task = None
+
+    async def wait(self) -> R:
+        """Waits for the reply and returns it; raises the error instead.
+
+        Cancellation withdraws the wait and nothing else: the slot stays in
+        its table, and a reply that comes later still resolves it (unseen);
+        the caller pops it (see :meth:`PendingTable.pop`).
+
+        Raises:
+            RequestError: what :meth:`fail` delivered.
+        """
+        if self._outcome is None:
+            self._task = trio.lowlevel.current_task()
+
+            def abort(_: object) -> trio.lowlevel.Abort:
+                self._task = None
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+        else:
+            await trio.lowlevel.checkpoint()
+        outcome = self._outcome
+        if isinstance(outcome, RequestError):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+
+class PendingTable(Generic[U]):
+    """The requests sent on one stream and not yet answered, by id.
+
+    Args:
+        on_expire: told the id of each request whose deadline passed, just
+            before its slot fails with ``timeout`` (to tell the peer, say).
+    """
+
+    __slots__ = ("_last_id", "_next_expiry", "_on_expire", "_scope", "_slots")
+
+    def __init__(self, on_expire: Callable[[str], None]) -> None:
+        self._on_expire = on_expire
+        self._last_id = 0
+        #: Slots of every reply type, hence ``Any``: each knows its own.
+        self._slots: dict[str, Slot[Any, U]] = {}
+        #: The earliest deadline of a slot, and the cancel scope of
+        #: :meth:`expire` that sleeps until it.
+        self._next_expiry = math.inf
+        self._scope: trio.CancelScope | None = None
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def new_id(self) -> str:
+        """A new request id: ``"1"``, ``"2"``, ... (never reused)."""
+        self._last_id += 1
+        return str(self._last_id)
+
+    def add(self, rid: str, slot: Slot[Any, U], timeout: float | None = None) -> None:
+        """Holds ``slot`` under ``rid``; with ``timeout``, it fails with a
+        ``timeout`` :class:`RequestError` that many seconds from now (if
+        :meth:`expire` runs)."""
+        if timeout is not None:
+            slot.deadline = deadline = trio.current_time() + timeout
+            if deadline < self._next_expiry:
+                self._next_expiry = deadline
+                if self._scope is not None:
+                    self._scope.deadline = deadline
+        self._slots[rid] = slot
+
+    def get(self, rid: str) -> Slot[Any, U] | None:
+        """The slot of the pending request ``rid``, if it is pending."""
+        return self._slots.get(rid)
+
+    def pop(self, rid: str) -> Slot[Any, U] | None:
+        """Forgets ``rid`` and returns its slot, if it was pending (resolve or
+        fail it: the table will not)."""
+        return self._slots.pop(rid, None)
+
+    def fail_all(self, error: RequestError) -> None:
+        """Fails every pending request with ``error`` and forgets them."""
+        slots, self._slots = self._slots, {}
+        for slot in slots.values():
+            slot.fail(error)
+
+    async def expire(self) -> NoReturn:
+        """Fails each request whose deadline passes; runs until cancelled.
+
+        One cancel scope serves every deadline: it sleeps until the earliest
+        (:meth:`add` moves it earlier), pops and fails what is due, and
+        sleeps until the next.
+
+        Cancellation ends it and nothing else: requests still pending stay
+        pending, past their deadlines too (fail them with :meth:`fail_all`).
+        """
+        while True:
+            with trio.CancelScope(deadline=self._next_expiry) as self._scope:
+                await trio.sleep_forever()
+            self._scope = None
+            now = trio.current_time()
+            soonest = self._next_expiry = math.inf  # what callbacks add meanwhile lowers it
+            for rid, slot in list(self._slots.items()):
+                if slot.deadline > now:
+                    soonest = min(soonest, slot.deadline)
+                elif self._slots.pop(rid, None) is slot:  # (a callback may have popped it)
+                    self._on_expire(rid)
+                    slot.fail(RequestError(ErrorCode.TIMEOUT, "no reply in time"))
+            self._next_expiry = min(self._next_expiry, soonest)

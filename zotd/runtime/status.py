@@ -1,0 +1,103 @@
+"""What an extension reports: its live states, the host it reports them to,
+and its entry in ``list_extensions``.
+
+The seam between :class:`~.extension.Extension` and its workspace: the
+workspace is the :class:`Host`; the extension's :class:`State` is what
+``list_extensions``, ``extension_state`` pushes and ``zot ext list`` show.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Protocol
+
+import trio
+
+from ..protocol import extension as ep
+from ..protocol.agent import ExtensionInfo, Shadowed
+
+if TYPE_CHECKING:
+    from .extension import Extension
+
+
+class State(StrEnum):
+    """Live states of an extension (its ``state`` on the wire: the values)."""
+
+    STARTING = "starting"
+    READY = "ready"
+    STOPPING = "stopping"
+    #: A project-local extension the user has not trusted (see ``zot ext trust``).
+    UNTRUSTED = "untrusted"
+    #: Ended on its own; waiting out its backoff before a restart.
+    RESTARTING = "restarting"
+    EXITED = "exited"
+    FAILED = "failed"
+    DISABLED = "disabled"
+
+
+#: States in which the process is alive and takes frames.
+RUNNING = frozenset({State.STARTING, State.READY})
+
+
+class Host(Protocol):
+    """What an extension reports to, and asks of, its workspace."""
+
+    def hello_ack(self, ext: Extension) -> ep.HelloAck: ...
+
+    def on_register_command(self, ext: Extension, frame: ep.RegisterCommand) -> str | None: ...
+
+    def on_register_tool(self, ext: Extension, frame: ep.RegisterTool) -> str | None: ...
+
+    def on_notify(self, ext: Extension, frame: ep.Notify) -> None: ...
+
+    def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None: ...
+
+    def on_changed(self, ext: Extension) -> None: ...
+
+    def on_exit(self, ext: Extension) -> None: ...
+
+
+def info(
+    ext: Extension,
+    commands: list[str],
+    tools: list[str],
+    shadowed: list[Shadowed] | None = None,
+    hint: str = "",
+) -> ExtensionInfo:
+    """``ext`` as ``list_extensions`` shows it, with the names it holds.
+
+    Inline on the event loop: the log's tail, read once the process has
+    exited, is one read of at most 8 KiB.
+    """
+    m = ext.found.manifest
+    shows_pid = ext.running or ext.state == State.STOPPING
+    uptime = None
+    if shows_pid and ext.started_at is not None:
+        uptime = round(trio.current_time() - ext.started_at, 3)
+    return ExtensionInfo(
+        name=ext.name,
+        version=m.version if m else "",
+        description=m.description if m else "",
+        language=m.language if m else "",
+        scope=ext.found.scope,
+        dir=str(ext.found.dir),
+        enabled=m.enabled if m else True,
+        state=ext.state,
+        pid=ext.pid if shows_pid else None,
+        restarts=ext.restarts,
+        restart_reason=ext.restart_reason,
+        exit_code=ext.exit_code,
+        commands=commands,
+        tools=tools,
+        events=sorted(ext.events),
+        intercepts=sorted(ext.intercepts),
+        log=str(ext.log_path),
+        last_error=ext.last_error,
+        log_tail=ext.log.tail() if ext.exit_code is not None else [],
+        capabilities=ext.capabilities,
+        late_replies=ext.late_replies,
+        warnings=list(ext.found.warnings),
+        uptime_s=uptime,
+        shadowed=shadowed or [],
+        hint=hint,
+    )
