@@ -63,7 +63,8 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
     o = opts or Options()
 
     async def body(zot: Client) -> int:
-        found = sorted(await zot.list_commands(), key=lambda c: c.name)
+        reply = await zot.list_commands_data()
+        found = sorted(reply.commands, key=lambda c: c.name)
         if o.json:
             print_json(found)
             return 0
@@ -71,7 +72,7 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
             print("no commands (no extension registered one)")
         else:
             print(table([(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
-        _print_hidden(await zot.list_extensions(), commands=True)
+        _print_hidden(reply.shadowed, "/")
         return 0
 
     return with_client(o, where, body)
@@ -87,7 +88,8 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
     o = opts or Options()
 
     async def body(zot: Client) -> int:
-        found = sorted(await zot.list_tools(), key=lambda t: t.name)
+        reply = await zot.list_tools_data()
+        found = sorted(reply.tools, key=lambda t: t.name)
         if o.json:
             print_json(found)
             return 0
@@ -95,22 +97,20 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
             print("no tools (no extension registered one)")
         else:
             print(table([(t.name, t.description, f"({t.extension})") for t in found]))
-        _print_hidden(await zot.list_extensions(), commands=False)
+        _print_hidden(reply.shadowed, "")
         return 0
 
     return with_client(o, where, body)
 
 
-def _print_hidden(infos: list[ap.ExtensionInfo], *, commands: bool) -> None:
-    """Names that lost to another holder, on stderr: ``hidden: /x of b (a holds it: why)``."""
-    hidden = sorted(
-        (s.name, i.name, s.held_by, s.reason)
-        for i in infos
-        for s in i.shadowed
-        if s.name.startswith("/") == commands
-    )
-    for name, ext, held_by, reason in hidden:
-        print(f"hidden: {name} of {ext} ({held_by} holds it: {reason})", file=sys.stderr)
+def _print_hidden(shadowed: list[ap.ShadowedInfo], prefix: str) -> None:
+    """The registrations the reply says lost their name, on stderr:
+    ``hidden: /x of b (a holds it: why)``."""
+    for s in sorted(shadowed, key=lambda s: (s.name, s.extension)):
+        print(
+            f"hidden: {prefix}{s.name} of {s.extension} ({s.held_by} holds it: {s.reason})",
+            file=sys.stderr,
+        )
 
 
 @app.command
