@@ -113,6 +113,21 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     max_frame_bytes: Annotated[int, msgspec.Meta(ge=1024)] = DEFAULT_MAX_LINE
     #: Frames that may queue for one extension's stdin before senders wait.
     extension_queue: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: Bytes that may queue for one extension's stdin (frames waiting to be
+    #: written); with ``extension_queue``, the bound past which an extension
+    #: that stopped reading is treated as stuck.
+    extension_queue_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 16 * 1024 * 1024
+    #: Bytes of replies and push frames that may wait for one client; past it
+    #: the daemon stops reading that client's requests until it reads.
+    client_outbox_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 8 * 1024 * 1024
+    #: A connection that has not sent ``hello`` by then is closed.
+    client_hello_timeout: Seconds = 5.0
+    #: Bytes all connections together may hold in unfinished lines (a request
+    #: not yet ended by a newline); past it, the connection that asks for
+    #: more is closed with an error.
+    max_buffered_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 64 * 1024 * 1024
+    #: Connections served at once; past it, a new one is refused with an error.
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 2048
     #: Run project-local extensions without asking for `zot ext trust` first.
     trust_project_extensions: bool = False
     #: An extension's log is rotated past this size (3 older copies are kept).
