@@ -18,7 +18,7 @@ import pytest
 from tests.cli import test_cli
 from tests.cli.test_cli import RUN_TIMEOUT, ZOT, Cli, read_line
 from tests.conftest import add_extension, add_newer_zot
-from zotd.cli.output import BROKEN_PIPE_EXIT, Progress, duration, styler
+from zotd.cli.output import BROKEN_PIPE_EXIT, Progress, duration, printable, styler
 
 # --- pure pieces ---------------------------------------------------------------------------
 
@@ -42,6 +42,28 @@ ext_dir = test_cli.ext_dir
 )
 def test_uptimes_read_as_people_read_them(seconds: float, shown: str) -> None:
     assert duration(seconds) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain ascii, é, 日本", "plain ascii, é, 日本"),
+        ("\x1b[2J\x1b]52;c;cGF5bG9hZA==\x07", "\\x1b[2J\\x1b]52;c;cGF5bG9hZA==\\x07"),
+        ("ok\rEVIL\x08\x7f", "ok\\rEVIL\\x08\\x7f"),
+        ("one\ntwo\tthree", "one\\ntwo\\tthree"),
+        ("\x9b2J\x85\x80\x9f", "\\x9b2J\\x85\\x80\\x9f"),
+        ("a\u202egnp.exe\u2066\u2069\u202a", "a\\u202egnp.exe\\u2066\\u2069\\u202a"),
+        ("line\u2028sep\ud800", "line\\u2028sep\\ud800"),
+    ],
+)
+def test_control_characters_show_as_escapes(text: str, shown: str) -> None:
+    assert printable(text) == shown
+    assert printable(text).isprintable()
+
+
+def test_multiline_text_keeps_its_newlines_and_tabs_only() -> None:
+    text = "a\r\nb\tc\rfake\x1b[31m\u202e\n"
+    assert printable(text, multiline=True) == "a\nb\tc\\rfake\\x1b[31m\\u202e\n"
 
 
 class FakeTerminal(io.StringIO):

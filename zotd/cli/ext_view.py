@@ -1,7 +1,9 @@
 """How ``zot ext`` shows extensions: one line each, or the ``zot ext list`` table.
 
 The same rows, in the same order (by name), whether they come from a running
-daemon or, without one, from the directories on disk.
+daemon or, without one, from the directories on disk. Everything a manifest
+or an extension chose (names, versions, what it provides, hints, warnings,
+paths) goes through :func:`.output.printable` before it is printed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from ..model import hints
 from ..model.manifest import Found
 from ..protocol import agent as ap
 from .common import print_json, table
-from .output import duration, styler
+from .output import duration, printable, styler
 
 NOT_RUNNING = "zotd is not running; these start when it next starts"
 
@@ -63,11 +65,12 @@ def offline_info(f: Found, workspace: str = "") -> ap.ExtensionInfo:
 
 
 def describe(info: ap.ExtensionInfo) -> str:
-    """``ready; provides /hello, weather``, or ``failed: <why; what to do>``."""
+    """``ready; provides /hello, weather``, or ``failed: <why; what to do>``
+    (escaped for a terminal: :func:`.output.printable`)."""
     provides = [f"/{c}" for c in info.commands] + info.tools
     what = f"; provides {', '.join(provides)}" if provides else ""
     hint = f": {info.hint}" if info.hint and info.state not in ("ready", "starting") else ""
-    return f"{info.state}{what}{hint}"
+    return printable(f"{info.state}{what}{hint}")
 
 
 def provides(info: ap.ExtensionInfo) -> str:
@@ -94,20 +97,19 @@ def print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool, footer:
     rows = []
     states = []
     for i in infos:
-        rows.append(
-            [
-                i.name,
-                i.version or "-",
-                i.scope,
-                "yes" if i.enabled else "no",
-                i.state,
-                str(i.pid) if i.pid is not None else "-",
-                duration(i.uptime_s) if i.uptime_s is not None else "-",
-                str(i.restarts),
-                provides(i),
-                i.dir,
-            ]
-        )
+        cells = [
+            i.name,
+            i.version or "-",
+            i.scope,
+            "yes" if i.enabled else "no",
+            i.state,
+            str(i.pid) if i.pid is not None else "-",
+            duration(i.uptime_s) if i.uptime_s is not None else "-",
+            str(i.restarts),
+            provides(i),
+            i.dir,
+        ]
+        rows.append([printable(cell) for cell in cells])
         states.append(i.state)
     header = (
         "NAME",
@@ -129,7 +131,7 @@ def print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool, footer:
         print(line[:column] + paint(state, state) + line[column + len(state) :])
     for i in infos:
         for note in _notes(i):
-            print(note, file=sys.stderr)
+            print(printable(note), file=sys.stderr)
     if footer:
         print(footer, file=sys.stderr)
     if not running:

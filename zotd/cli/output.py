@@ -1,5 +1,6 @@
-"""How the CLIs print: durations as people read them, coloured states, progress,
-and a quiet exit when the reader of stdout goes away (``zot tools | head -1``).
+"""How the CLIs print: text from extensions made safe for a terminal, durations
+as people read them, coloured states, progress, and a quiet exit when the
+reader of stdout goes away (``zot tools | head -1``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,50 @@ STATE_STYLES = {
     "disabled": "dim",
     "stopped": "dim",
 }
+
+
+def _escape(code: int) -> str:
+    named = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+    if code in named:
+        return named[code]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+#: What no text from a manifest or an extension reaches a terminal as: the C0
+#: controls (ESC starts colour, cursor, title and OSC 52 clipboard sequences;
+#: BEL, backspace and CR redraw), DEL, the C1 controls (U+0080-U+009F: 0x9B is
+#: a one-byte CSI), the line and paragraph separators, and the bidi controls
+#: that reorder what follows them (U+202A-U+202E, U+2066-U+2069, and the marks
+#: U+200E, U+200F, U+061C); and lone surrogates, which stdout cannot encode.
+_UNPRINTABLE = [
+    *range(0x00, 0x20),
+    *range(0x7F, 0xA0),
+    0x061C,
+    0x200E,
+    0x200F,
+    0x2028,
+    0x2029,
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+    *range(0xD800, 0xE000),  # lone surrogates: printing one would raise
+]
+_ONE_LINE = str.maketrans({c: _escape(c) for c in _UNPRINTABLE})
+_MULTILINE = str.maketrans({c: _escape(c) for c in _UNPRINTABLE if c not in (0x09, 0x0A)})
+
+
+def printable(text: str, *, multiline: bool = False) -> str:
+    """``text`` from a manifest or an extension, safe to print on a terminal:
+    each control character shows as a visible escape (``\\x1b``, ``\\r``,
+    ``\\x9b``, ``\\u202e``) instead of acting. With ``multiline``, newlines
+    and tabs stay (and a CRLF is a newline); a one-line field (a name, a table
+    cell) has those escaped too. Backslashes stay as they are, so a literal
+    ``\\x1b`` in the text reads the same: the point is that nothing acts.
+
+    ``--json`` output does not go through this: JSON escapes controls itself.
+    """
+    if multiline:
+        return text.replace("\r\n", "\n").translate(_MULTILINE)
+    return text.translate(_ONE_LINE)
 
 
 def duration(seconds: float) -> str:
