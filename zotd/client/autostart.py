@@ -80,7 +80,9 @@ async def start_daemon(socket: Path) -> anyio.abc.UNIXSocketStream:
     deadline = time.monotonic() + START_TIMEOUT
     try:
         socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        lock = os.open(socket.with_name(socket.name + ".start"), os.O_RDWR | os.O_CREAT, 0o600)
+        # Never through a link planted there (the daemon checks the directory).
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        lock = os.open(socket.with_name(socket.name + ".start"), flags, 0o600)
     except OSError as exc:
         raise StartError(f"cannot use {socket.parent}: {exc.strerror or exc}") from None
     try:

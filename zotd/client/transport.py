@@ -12,6 +12,7 @@ caller is parked and rescheduled directly, without an ``anyio.Event``.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -22,10 +23,11 @@ import anyio.abc
 import anyio.lowlevel
 from anyio.abc import SocketAttribute
 
+from ..model.peercred import peer_uid
 from ..protocol import agent as ap
 from ..protocol.lines import DEFAULT_MAX_LINE
 from .connection import Connection, Pending, ProgressCallback
-from .errors import ZotdError
+from .errors import WrongUser, ZotdError
 
 if TYPE_CHECKING:
     import trio
@@ -104,6 +106,35 @@ def _on_trio() -> bool:
     return True
 
 
+def check_peer(sock: socket.socket, expected_uid: int | None = None) -> None:
+    """Makes sure the daemon at the other end of a Unix socket runs as
+    ``expected_uid`` (default: this process's effective uid), before a byte
+    is sent to it: a ``hello`` may carry the token.
+
+    Another user who could bind the socket path first (a shared or
+    writable directory, a socket left by their daemon) would otherwise
+    take the client's requests, and its token. The peer's uid is what the
+    kernel recorded when it listened (``SO_PEERCRED`` on Linux,
+    ``LOCAL_PEERCRED`` on macOS and the BSDs); on a platform with neither,
+    nothing is checked. Other socket families are not checked.
+
+    Raises:
+        WrongUser: the peer runs as another user.
+    """
+    if sock.family != socket.AF_UNIX:
+        return
+    uid = peer_uid(sock)
+    expected = os.geteuid() if expected_uid is None else expected_uid
+    if uid is not None and uid != expected:
+        try:
+            name = sock.getpeername()
+        except OSError:
+            name = ""
+        if isinstance(name, bytes):
+            name = os.fsdecode(name)
+        raise WrongUser(str(name) or "the socket", uid, expected)
+
+
 class Transport:
     """One connection's I/O: :meth:`run` reads and writes; callers wait in
     :meth:`_call` for their replies.
@@ -111,16 +142,29 @@ class Transport:
     Requests may be sent from many tasks at once; each waits for its own
     reply. A request sent while the connection is idle is written at once;
     requests sent while a write is under way go out together in the next.
+
+    On a Unix socket, the process at the other end must run as
+    ``expected_uid`` (default: this process's effective uid), checked
+    before anything is sent (see :func:`check_peer`).
+
+    Raises:
+        WrongUser: the socket is served by another user's process.
     """
 
     def __init__(
-        self, stream: anyio.abc.ByteStream, *, max_frame_bytes: int = DEFAULT_MAX_LINE
+        self,
+        stream: anyio.abc.ByteStream,
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_LINE,
+        expected_uid: int | None = None,
     ) -> None:
         self._stream = stream
         # The socket under the stream, for non-blocking reads and writes
         # without a task switch; None for other streams (they get the
         # stream's own methods).
         self._sock: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
+        if self._sock is not None:
+            check_peer(self._sock, expected_uid)
         self._conn: Connection[_Slot | _TrioSlot] = Connection(max_frame_bytes)
         self._slot: type[_Slot | _TrioSlot] = _TrioSlot if _on_trio() else _Slot
         self._queue: list[bytes] = []

@@ -8,6 +8,7 @@ directory, and never touch platformdirs).
 from __future__ import annotations
 
 import os
+import stat
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -113,4 +114,34 @@ def check_socket_path(path: Path) -> None:
         raise ValueError(
             f"socket path is {size} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket "
             f"allows: {path}\nset ZOTD_SOCKET (or --socket) to a shorter path"
+        )
+
+
+def check_private_dir(directory: Path) -> None:
+    """Raises ValueError with advice unless ``directory`` is the user's own:
+    owned by this user (the effective uid) and writable by nobody else.
+
+    Anyone who can write the socket's directory can replace the socket, or
+    plant a symbolic link where the lock file goes; a directory owned by
+    someone else is theirs to change. Only the directory itself is checked,
+    not its ancestors.
+    """
+    st = os.stat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        raise ValueError(
+            f"{directory} is not a directory; set ZOTD_SOCKET (or --socket) to a path in one"
+        )
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise ValueError(
+            f"the socket's directory {directory} belongs to uid {st.st_uid}, not to you "
+            f"(uid {uid}): zotd keeps its socket only in a directory of your own; "
+            "set ZOTD_SOCKET (or --socket) to a path in one"
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise ValueError(
+            f"the socket's directory {directory} is writable by its group or others "
+            f"(mode {mode:04o}): zotd keeps its socket only in a directory nobody else can write; "
+            f"run `chmod 700 {directory}`, or set ZOTD_SOCKET (or --socket) to another path"
         )

@@ -11,15 +11,14 @@ Task tree (``docs/architecture.md`` draws it whole)::
     ├─ Hub.run
     │  └─ one Workspace.run per project directory
     │     └─ one Extension.run per extension
-    ├─ accept loop: trio.serve_listeners (in its own cancel scope: stopping
-    │  it stops accepting and closes the listener)
+    ├─ accept loop: accept.accept_loop (in its own cancel scope: stopping
+    │  it stops accepting and closes the listener; it backs off on EMFILE)
     ├─ one ClientSession.run per connection
     └─ signal watcher (SIGTERM/SIGINT -> graceful shutdown)
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
@@ -35,7 +34,9 @@ from ..model import service
 from ..model.config import Config
 from ..model.environment import with_own_python
 from ..model.paths import Paths
+from ..model.peercred import peer_uid
 from ..protocol import agent as ap
+from .accept import FD_RESERVE, accept_loop, raise_fd_limit, refuse
 from .hub import Hub
 from .listener import (
     acquire_lock,
@@ -43,7 +44,6 @@ from .listener import (
     bound_path,
     lock_path,
     open_unix_listener,
-    peer_uid,
     socket_identity,
 )
 from .process import Spawner, Watchdog, spawn
@@ -103,6 +103,8 @@ class Daemon:
         self.sessions: set[ClientSession] = set()
         self._nursery: trio.Nursery | None = None
         self._listen_fd = listen_fd
+        #: Connections refused since the cap was last reached (0: not at it).
+        self._over_cap = 0
 
     @property
     def cwd(self) -> Path:
@@ -153,6 +155,7 @@ class Daemon:
             SocketError: the socket cannot be bound.
         """
         lock = acquire_lock(lock_path(self.paths.socket))
+        self._lift_fd_limit()
         try:
             if self._listen_fd is None:
                 listener = await open_unix_listener(self.paths.socket)
@@ -228,11 +231,24 @@ class Daemon:
             for session in list(self.sessions):
                 await session.done.wait()
 
+    def _lift_fd_limit(self) -> None:
+        # Each connection costs an fd: raise the soft limit (often 1024, 256 on
+        # macOS) so that max_connections fit, as far as the hard limit allows.
+        limit = self.config.max_connections
+        soft, hard = raise_fd_limit(limit + FD_RESERVE)
+        if soft < limit + FD_RESERVE:
+            log.warning(
+                "the open-file limit is %d (hard limit %d): fewer than max_connections = %d "
+                "connections fit; past it, accepting waits until connections close",
+                soft,
+                hard,
+                limit,
+            )
+
     async def _accept(self, listener: trio.SocketListener, scope: trio.CancelScope) -> None:
-        # trio.serve_listeners retries the accept() errors that mean "out of
-        # resources for now" (EMFILE and the like: it logs, sleeps 0.1 s),
-        # and closes the listener when ``scope`` is cancelled. Connections
-        # are served in the daemon's nursery, so they outlive the accepting.
+        # The loop closes the listener when ``scope`` is cancelled.
+        # Connections are served in the daemon's nursery, so they outlive the
+        # accepting.
         serial = count(1)
         assert self._nursery is not None
 
@@ -240,7 +256,7 @@ class Daemon:
             await self._serve(stream, next(serial))
 
         with scope:
-            await trio.serve_listeners(serve, [listener], handler_nursery=self._nursery)
+            await accept_loop(listener, serve, self._nursery)
 
     async def _allowed(self, stream: trio.SocketStream, number: int) -> bool:
         """Whether the peer is our own user; refuses (and closes) anyone else."""
@@ -249,19 +265,37 @@ class Daemon:
             return True
         log.warning("client %d: refused a connection from uid %d", number, uid)
         message = f"zotd serves only uid {os.getuid()}; this connection is from uid {uid}"
-        with trio.move_on_after(1):  # a peer that does not cooperate costs us a second
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await stream.send_all(ap.fail(None, None, ap.ErrorCode.UNAUTHORIZED, message))
-                await stream.send_eof()
-                # Closing with its request unread would reset the connection
-                # and lose the reply: read (and drop) until it hangs up.
-                while await stream.receive_some(4096):
-                    pass
-        await stream.aclose()
+        await refuse(stream, ap.ErrorCode.UNAUTHORIZED, message)
+        return False
+
+    def _room(self) -> bool:
+        """Whether one more connection fits under ``max_connections``; logs
+        once when the cap is reached, and once when there is room again."""
+        served, limit = len(self.sessions), self.config.max_connections
+        if served < limit:
+            if self._over_cap:
+                log.warning(
+                    "accepting connections again: %d were refused at max_connections = %d",
+                    self._over_cap,
+                    limit,
+                )
+                self._over_cap = 0
+            return True
+        if not self._over_cap:
+            log.warning("refusing new connections: %d served, max_connections = %d", served, limit)
+        self._over_cap += 1
         return False
 
     async def _serve(self, stream: trio.SocketStream, number: int) -> None:
         if not await self._allowed(stream, number):
+            return
+        if not self._room():
+            served, limit = len(self.sessions), self.config.max_connections
+            message = (
+                f"zotd serves {served} connections, its limit (max_connections = {limit} "
+                "in zotd.toml); close some, or raise max_connections"
+            )
+            await refuse(stream, ap.ErrorCode.BUSY, message)
             return
         session = ClientSession(self.hub, stream, number)
         self.sessions.add(session)

@@ -11,13 +11,11 @@ import fcntl
 import os
 import socket
 import stat
-import struct
-import sys
 from pathlib import Path
 
 import trio
 
-from ..model.paths import check_socket_path
+from ..model.paths import check_private_dir, check_socket_path
 
 
 class AlreadyRunning(Exception):
@@ -41,6 +39,23 @@ def _make_private_dirs(directory: Path) -> None:
             p.mkdir(mode=0o700)
         except FileExistsError:
             pass
+
+
+def private_dir(directory: Path) -> None:
+    """Creates ``directory`` (0700, with its missing ancestors) if missing,
+    and makes sure it is the user's own (see
+    :func:`~zotd.model.paths.check_private_dir`).
+
+    Raises:
+        SocketError: it cannot be created, or it is someone else's or writable by others.
+    """
+    try:
+        _make_private_dirs(directory)
+        check_private_dir(directory)
+    except OSError as exc:
+        raise SocketError(f"cannot use {directory}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise SocketError(str(exc)) from None
 
 
 def _answers(path: Path) -> bool:
@@ -70,18 +85,21 @@ def _clear_stale(path: Path) -> None:
 async def open_unix_listener(path: Path, backlog: int = 128) -> trio.SocketListener:
     """Binds ``path`` (0600, in a directory created 0700) and listens.
 
+    The directory must be the user's own and writable by nobody else.
+
     A socket file nobody answers on is stale and replaced.
 
     Raises:
         AlreadyRunning: a daemon answers on ``path``.
-        SocketError: too long a path, a non-socket file in the way, or bind failed.
+        SocketError: too long a path, a directory not the user's own, a
+            non-socket file in the way, or bind failed.
     """
     try:
         check_socket_path(path)
     except ValueError as exc:
         raise SocketError(str(exc)) from None
+    private_dir(path.parent)
     try:
-        _make_private_dirs(path.parent)
         _clear_stale(path)
     except OSError as exc:
         raise SocketError(f"cannot use {path}: {exc.strerror or exc}") from None
@@ -150,17 +168,18 @@ def acquire_lock(path: Path) -> int:
     """Takes the daemon's lock file (``flock``), held until the fd is closed.
 
     The file is never deleted (deleting a lock file lets two holders in), and
-    holds the pid of the daemon that last held it.
+    holds the pid of the daemon that last held it. Its directory must be the
+    user's own (see :func:`private_dir`). The file is created with
+    ``O_EXCL``, or else opened with ``O_NOFOLLOW`` (a symbolic link planted
+    there is refused, its target untouched) and must be a regular file of
+    this user's with one link; it is written only after those checks.
 
     Raises:
         AlreadyRunning: another daemon holds it.
-        SocketError: it cannot be created.
+        SocketError: it cannot be created, or what is there is not a lock file of ours.
     """
-    try:
-        _make_private_dirs(path.parent)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        raise SocketError(f"cannot create the lock file {path}: {exc.strerror or exc}") from None
+    private_dir(path.parent)
+    fd = _open_lock(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -174,21 +193,34 @@ def acquire_lock(path: Path) -> int:
     return fd
 
 
-def peer_uid(sock: trio.socket.SocketType) -> int | None:
-    """The user id of the process at the other end of a Unix socket, if the
-    platform can tell (SO_PEERCRED on Linux, LOCAL_PEERCRED on macOS and BSD)."""
+#: Never follow a link, never block on a FIFO, never hand the fd to a child.
+_LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+
+
+def _open_lock(path: Path) -> int:
+    advice = "remove it (zotd creates its lock file itself)"
     try:
-        if sys.platform == "linux":
-            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            return int(struct.unpack("3i", raw)[1])
-        if sys.platform == "darwin" or "bsd" in sys.platform:
-            # struct xucred { u_int cr_version; uid_t cr_uid; ... } at level 0 (SOL_LOCAL).
-            raw = sock.getsockopt(0, _LOCAL_PEERCRED, struct.calcsize("Ii") + 4 + 16 * 4)
-            return int(struct.unpack_from("Ii", raw)[1])
-    except OSError:
-        return None
-    return None
-
-
-#: From <sys/un.h> on macOS and the BSDs.
-_LOCAL_PEERCRED = 0x001
+        try:
+            return os.open(path, _LOCK_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            fd = os.open(path, _LOCK_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SocketError(
+                f"the lock file {path} is a symbolic link; zotd does not follow it: {advice}"
+            ) from None
+        raise SocketError(f"cannot open the lock file {path}: {exc.strerror or exc}") from None
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "is not a regular file"
+    elif st.st_uid != os.geteuid():
+        why = f"belongs to uid {st.st_uid}, not to you (uid {os.geteuid()})"
+    elif st.st_nlink != 1:
+        why = f"has {st.st_nlink} hard links"
+    if why is not None:
+        os.close(fd)
+        raise SocketError(f"the lock file {path} {why}: {advice}")
+    if stat.S_IMODE(st.st_mode) != 0o600:
+        os.fchmod(fd, 0o600)
+    return fd
