@@ -17,10 +17,11 @@ limits, so:
 
 Checking is plain, synchronous and may be slow: a ``pattern`` is a Python
 regular expression, which can backtrack for ages (``^(a+)+$``) without
-releasing the GIL. :func:`may_backtrack` says whether a schema has one, so
-that the runtime can run the check in a child process it can kill
-(``python -m zotd.model.args``: the schema and the instance as a JSON array
-on stdin, the message or ``null`` on stdout); see :mod:`zotd.runtime.intercept`.
+releasing the GIL, and ``uniqueItems`` sorts a long array in C.
+:func:`may_stall` says whether a check may hold the GIL for long, so that
+the runtime can run it in a child process it can kill (:func:`main`: the
+schema and the instance as a JSON array on stdin, the message or ``null``
+on stdout); see :mod:`zotd.runtime.argcheck`.
 """
 
 from __future__ import annotations
@@ -100,9 +101,23 @@ def may_backtrack(schema: bytes) -> bool:
     """Whether the JSON Schema ``schema`` (encoded) may apply a regular expression.
 
     Conservative: any ``"pattern`` in the text counts (``pattern``,
-    ``patternProperties``, or a property of that name).
+    ``patternProperties``, or a property of that name), and so does any
+    ``\\u`` escape (``"pat\\u0074ern"`` decodes to ``pattern`` too).
     """
-    return b'"pattern' in schema
+    return b'"pattern' in schema or b"\\u" in schema
+
+
+#: Arguments longer than this (encoded) are checked in a child process
+#: whatever the schema: some checks hold the GIL for a time that grows with
+#: the instance (``uniqueItems`` sorts the array in C).
+MAX_ARGS_IN_THREAD: Final = 64 * 1024
+
+
+def may_stall(schema: bytes, args: bytes) -> bool:
+    """Whether checking ``args`` against ``schema`` (both encoded) may hold
+    the GIL for long: a regular expression (:func:`may_backtrack`), or
+    arguments past :data:`MAX_ARGS_IN_THREAD` bytes."""
+    return len(args) > MAX_ARGS_IN_THREAD or may_backtrack(schema)
 
 
 @functools.cache

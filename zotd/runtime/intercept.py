@@ -26,31 +26,41 @@ The whole decision is bounded by one deadline; a guard that has not
 answered by then, or that fails, counts as allow. Rewritten arguments of an
 extension's tool must still fit the tool's schema, else the last guard to
 rewrite them is taken to block; that check runs inside the same deadline,
-off the event loop (:func:`check_args`), and a check that does not finish
-in time accepts (never block a call because of the checker's limits).
+off the event loop (:func:`.argcheck.check_args`), and a check that cannot
+be made in time (or at all) blocks too: it fails closed.
+
+A guard drops a line longer than the frame limit unread, and would then
+count as silent, so allow. So no ``event_intercept`` frame past
+``max_frame_bytes`` is sent: the decision fails with ``frame_too_large``
+instead, the agent's event as it stands or as a guard rewrote it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import msgspec
 import trio
 
-from ..model import args as model_args
 from ..model.errors import RequestError
 from ..model.registry import Tool
 from ..protocol import extension as ep
+from ..protocol.agent import ErrorCode
 from ..protocol.frames import is_json_object
+from ..protocol.lines import DEFAULT_MAX_LINE
+from . import argcheck
 from .extension import Extension
 
 log = logging.getLogger(__name__)
 
 _MISSING: Final = object()
+
+#: Room for a request id in a frame measured before it has one (ids are
+#: decimal counters: 20 digits hold any 64-bit one).
+_ID_ROOM: Final = 20
 
 #: The rewrite each event takes: the reply field, keyed by event.
 _REWRITES: Final = {"tool_call": "modified_args", "assistant_message": "replace_text"}
@@ -100,6 +110,8 @@ class Decision:
         rewriters: names of the guards known to rewrite; updated as guards do.
         tools: the registered tools by name, whose schemas rewritten
             ``tool_args`` must fit (``None``: not checked).
+        max_frame: the longest ``event_intercept`` frame to send, in bytes
+            without the newline (``max_frame_bytes``).
     """
 
     def __init__(
@@ -109,8 +121,10 @@ class Decision:
         payload: dict[str, msgspec.Raw],
         rewriters: set[str],
         tools: Mapping[str, Tool] | None = None,
+        max_frame: int = DEFAULT_MAX_LINE,
     ) -> None:
         self._guards = guards
+        self._max_frame = max_frame
         self._tools = tools
         self._event = event
         self._payload = dict(payload)
@@ -128,10 +142,16 @@ class Decision:
         self.outcome = Outcome()
 
     async def run(self, limit: float) -> Outcome:
-        """Decides, within ``limit`` seconds; never raises ``RequestError``.
+        """Decides, within ``limit`` seconds.
 
         Rewritten ``tool_args`` are checked against the tool's schema within
-        what is left of ``limit`` (see :func:`check_args`).
+        what is left of ``limit`` (see :func:`.argcheck.check_args`).
+
+        Raises:
+            RequestError: ``frame_too_large``: the event, as the agent sent it
+                or as guards rewrote it, does not fit in an ``event_intercept``
+                frame (see :meth:`_ask_round`); the guards still thinking are
+                sent ``cancel``. Nothing else: a guard's failure counts as allow.
 
         Cancellation withdraws every question still in flight (each guard
         still thinking is sent ``cancel``), abandons a schema check (its
@@ -166,13 +186,21 @@ class Decision:
     # --- asking ------------------------------------------------------------------------
 
     def _ask_round(self) -> None:
-        """Asks every guard from ``_pos`` up to the next known rewriter, at once."""
+        """Asks every guard from ``_pos`` up to the next known rewriter, at once.
+
+        Raises:
+            RequestError: ``frame_too_large``, asking no one, if the frame
+                would be longer than ``max_frame``.
+        """
         guards, start = self._guards, self._pos
         end = start
         while end < len(guards) - 1 and guards[end].name not in self._rewriters:
             end += 1
         self._round_end = end
         make = ep.event_intercept_maker(self._payload)
+        size = len(make("")) - 1 + _ID_ROOM
+        if size > self._max_frame:
+            raise self._too_large(size)
         for i in range(start, end + 1):
             self._answers[i] = _MISSING
             ext = guards[i]
@@ -185,6 +213,27 @@ class Decision:
                 self._on_failure(i, exc)
             else:
                 self._asked[i] = rid
+
+    def _too_large(self, size: int) -> RequestError:
+        """The error for an ``event_intercept`` frame of ``size`` bytes."""
+        over = f"{size} bytes, over the {self._max_frame}-byte frame limit (max_frame_bytes)"
+        rewriters = self.outcome.rewritten_by
+        if not rewriters:
+            message = (
+                f"intercept refused: the event_intercept frame for its guards would take {over}; "
+                "a guard would drop it unread"
+            )
+        else:
+            names = ", ".join(repr(n) for n in rewriters)
+            message = (
+                f"intercept refused: as rewritten by {names}, the event_intercept frame for "
+                f"the guards after them would take {over}; a guard would drop it unread"
+            )
+            guard = next((g for g in self._guards if g.name == rewriters[-1]), None)
+            if guard is not None:
+                guard.note(f"rewrite refused: {message}")
+        log.info("%s", message)
+        return RequestError(ErrorCode.FRAME_TOO_LARGE, message)
 
     def _on_answer(self, i: int, outcome: ep.EventInterceptResponse | RequestError) -> None:
         # From the reader of guard i (or its expiry task): no request is
@@ -270,7 +319,8 @@ class Decision:
         return True
 
     async def _check_rewritten_args(self, deadline: float) -> None:
-        """Blocks the call if rewritten arguments of an extension's tool do not fit its schema."""
+        """Blocks the call if rewritten arguments of an extension's tool do not
+        fit its schema, or cannot be checked by ``deadline``."""
         out = self.outcome
         try:
             tool_name = msgspec.json.decode(self._payload.get("tool_name", b'""'))
@@ -280,14 +330,22 @@ class Decision:
         tool = tools.get(tool_name) if isinstance(tool_name, str) else None
         if tool is None or out.args is None:
             return
-        error = await check_args(tool, out.args, deadline)
-        if error is None:
-            return
+        names = ", ".join(repr(n) for n in out.rewritten_by)
+        try:
+            error = await argcheck.check_args(tool, out.args, deadline)
+        except argcheck.Unchecked as exc:
+            reason = (
+                f"the arguments of tool {tool_name!r} as rewritten by {names} could not be "
+                f"checked against its schema within the intercept's deadline: {exc}"
+            )
+        else:
+            if error is None:
+                return
+            reason = (
+                f"the arguments of tool {tool_name!r} as rewritten by {names} "
+                f"do not fit its schema: {error}"
+            )
         last = out.rewritten_by[-1]
-        reason = (
-            f"the arguments of tool {tool_name!r} as rewritten by "
-            f"{', '.join(repr(n) for n in out.rewritten_by)} do not fit its schema: {error}"
-        )
         log.info("intercept: refused a rewrite: %s", reason)
         guard = next((g for g in self._guards if g.name == last), None)
         if guard is not None:
@@ -309,49 +367,3 @@ class Decision:
                 assert isinstance(answer, ep.EventInterceptResponse)
                 if self._apply(self._guards[self._pos - 1], answer):
                     break
-
-
-async def check_args(tool: Tool, args: msgspec.Raw, deadline: float) -> str | None:
-    """:meth:`Tool.check_args`, bounded by ``deadline`` and off the event loop.
-
-    A schema without a ``pattern`` is checked in a worker thread. One with a
-    pattern is checked in a child process (``python -m zotd.model.args``):
-    Python's regular expressions hold the GIL while they backtrack, so a
-    pattern such as ``^(a+)+$`` would stall the event loop from any thread.
-
-    Returns what does not fit, or ``None``: the arguments fit, or the check
-    did not finish by ``deadline``, or it failed (the checker's limits never
-    block a call). Cancellation abandons the thread (it finishes on its own,
-    its answer dropped) or kills the child, then raises :exc:`trio.Cancelled`.
-    """
-    with trio.move_on_at(deadline):
-        if not model_args.may_backtrack(bytes(tool.schema)):
-            return await trio.to_thread.run_sync(tool.check_args, args, abandon_on_cancel=True)
-        return await _check_in_child(tool.schema, args)
-    log.info("intercept: the arguments of tool %r were not checked in time: allowed", tool.name)
-    return None
-
-
-async def _kill(process: trio.Process) -> None:
-    process.kill()  # nothing to save in a checker: no SIGTERM first, no grace
-    await trio.lowlevel.checkpoint()
-
-
-async def _check_in_child(schema: msgspec.Raw, args: msgspec.Raw) -> str | None:
-    """The check in a child process, killed if cancelled; ``None`` if it fails."""
-    done = await trio.run_process(
-        [sys.executable, "-m", "zotd.model.args"],
-        stdin=b"[" + bytes(schema) + b"," + bytes(args) + b"]",
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        deliver_cancel=_kill,
-    )
-    if done.returncode != 0:
-        log.info("intercept: the schema check failed (%d): allowed", done.returncode)
-        return None
-    try:
-        message = msgspec.json.decode(done.stdout)
-    except msgspec.DecodeError:
-        return None
-    return message if isinstance(message, str) else None

@@ -235,7 +235,9 @@ class Requests:
         answered by then, or that fails, counts as allow (reference,
         "event_intercept_response"). Rewritten tool arguments must fit the
         tool's schema (for an extension's tool), else the call is blocked.
-        Never raises ``RequestError``: the answer is always a verdict.
+        Raises ``RequestError`` (``frame_too_large``) only when the event, as
+        sent or as rewritten, would not fit in a guard's frame: never allow
+        what the guards could not read.
 
         Cancellation (the agent's ``cancel``, a hangup) withdraws every
         question still in flight (each guard still thinking is sent
@@ -250,7 +252,14 @@ class Requests:
         if not guards:
             await trio.lowlevel.checkpoint()
             return ap.InterceptData(block=False)
-        decision = Decision(guards, event, payload, self._rewriters, self.registry.tools)
+        decision = Decision(
+            guards,
+            event,
+            payload,
+            self._rewriters,
+            self.registry.tools,
+            max_frame=self._config.max_frame_bytes,
+        )
         out = await decision.run(self._config.intercept_timeout)
         if out.blocked_by:
             return ap.InterceptData(block=True, reason=out.reason, extension=out.blocked_by)
