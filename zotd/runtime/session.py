@@ -4,9 +4,18 @@ Each connection has one reader (this task), an outbox with its writer task,
 and a nursery of in-flight requests, so a client may pipeline many requests
 and get each reply as soon as it is ready. Tool calls, the hot path, have no
 task: the reply is written by the task that reads the extension's answer.
-Replies are never dropped (a full outbox makes the reader wait); push frames
-are dropped, and counted, when the client does not keep up, so a slow reader
+Replies are never dropped: while the outbox holds ``client_outbox_bytes``
+(or :data:`OUTBOX_SIZE` frames), the reader reads no more requests, so a
+client that does not read its replies is not read either. Push frames are
+dropped, and counted, when the client does not keep up, so a slow reader
 never holds up an extension or another client.
+
+Two things close a connection with an error frame: no successful ``hello``
+within ``client_hello_timeout``, and an unfinished request line that would
+take the bytes all connections hold in unfinished lines past
+``max_buffered_bytes`` (one :class:`~zotd.runtime.streams.LineBudget` per
+hub). Its requests in flight are then cancelled, and the error frame gets
+:data:`CLOSE_GRACE` seconds to be written.
 
 What each request does is :mod:`zotd.runtime.dispatch`'s; the session
 gets the :class:`~zotd.runtime.hub.Hub` (workspaces, limits, shutdown
@@ -18,6 +27,7 @@ from __future__ import annotations
 import functools
 import logging
 import select
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +40,7 @@ from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
 from .dispatch import CANCELLABLE, dispatch, refusal
 from .hub import Hub
-from .streams import LineReader, Outbox, fileno_of
+from .streams import LineBudget, LineReader, Outbox, OverBudget, fileno_of
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -41,6 +51,23 @@ OUTBOX_SIZE = 1024
 #: After a client's input ends with requests in flight, how often to look
 #: whether it hung up (then they are cancelled) or only half-closed.
 HANGUP_CHECK = 0.1
+
+#: How long a connection closed by the daemon (no ``hello`` in time, too many
+#: bytes in unfinished lines) has to read the error frame before it is cut.
+CLOSE_GRACE = 1.0
+
+#: The bytes all connections of a hub hold in unfinished lines.
+_budgets: weakref.WeakKeyDictionary[Hub, LineBudget] = weakref.WeakKeyDictionary()
+
+
+def line_budget(hub: Hub) -> LineBudget:
+    """The budget of unfinished lines the connections of ``hub`` share
+    (``max_buffered_bytes``)."""
+    budget = _budgets.get(hub)
+    if budget is None:
+        budget = _budgets[hub] = LineBudget(hub.config.max_buffered_bytes)
+    return budget
+
 
 Code = ap.ErrorCode
 
@@ -75,8 +102,15 @@ class ClientSession:
         self.dropped = 0
         self.done = trio.Event()
         self._stream = stream
-        self._outbox = Outbox(stream, OUTBOX_SIZE)
+        self._outbox = Outbox(stream, OUTBOX_SIZE, hub.config.client_outbox_bytes)
         self._read_scope = trio.CancelScope()
+        #: Ends the wait for ``hello`` (cancelled once one succeeded).
+        self._hello_scope = trio.CancelScope()
+        #: A ``hello`` is being answered; its deadline passed meanwhile.
+        self._hello_running = False
+        self._hello_overdue = False
+        #: Closed by the daemon (see :meth:`_eject`).
+        self._ejected = False
         #: Requests of this connection being run now.
         self.in_flight = 0
         #: Tool calls in flight (they have no task): their request id, and
@@ -112,27 +146,28 @@ class ClientSession:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write, nursery.cancel_scope)
+                deadline = trio.current_time() + self.hub.config.client_hello_timeout
+                nursery.start_soon(self._await_hello, deadline)
                 async with trio.open_nursery() as requests:
                     with self._read_scope:
-                        async for lines in LineReader(
-                            self._stream, self.hub.config.max_frame_bytes
-                        ):
-                            self._burst = len(lines) > 1
-                            for line in lines:
-                                await self._on_line(line, requests)
-                    if self.in_flight:
+                        await self._read(requests)
+                    self._hello_scope.cancel()  # input ended: nothing more to wait for
+                    if self._ejected:
+                        requests.cancel_scope.cancel()
+                    elif self.in_flight:
                         nursery.start_soon(self._watch_hangup, nursery.cancel_scope)
+                if self._ejected:
+                    self._withdraw_calls()
                 while self._calls:
                     self._calls_idle = trio.Event()
                     await self._calls_idle.wait()
                 self._outbox.close()
+                if self._ejected:
+                    nursery.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
         except Exception:
             log.exception("client %d: internal error", self.number)
         finally:
-            for _, withdraw in self._calls.values():  # the client is gone: nobody to tell
-                withdraw()
-                self._request_done()
-            self._calls.clear()
+            self._withdraw_calls()  # the client is gone: nobody to tell
             if self.workspace is not None:
                 self.workspace.release(self)
             if self.dropped:
@@ -142,6 +177,58 @@ class ClientSession:
             with trio.CancelScope(shield=True):
                 await self._stream.aclose()
             self.done.set()
+
+    async def _read(self, requests: trio.Nursery) -> None:
+        # Before each request, wait while the outbox is full: a client that
+        # does not read its replies is not read either (see `Outbox.room`).
+        reader = LineReader(self._stream, self.hub.config.max_frame_bytes, line_budget(self.hub))
+        try:
+            async for lines in reader:
+                self._burst = len(lines) > 1
+                for line in lines:
+                    if self._outbox.full:
+                        await self._outbox.room()
+                    if self._ejected:
+                        return
+                    await self._on_line(line, requests)
+                    if self._ejected:
+                        return
+        except OverBudget as exc:
+            log.warning("client %d: closed: %s", self.number, exc)
+            self._eject(Code.BUSY, f"{exc} (max_buffered_bytes); closing this connection")
+        finally:
+            reader.close()
+
+    async def _await_hello(self, deadline: float) -> None:
+        # Closes the connection if no `hello` has succeeded by `deadline`
+        # (a `hello` being answered then is let finish; see `_on_line`).
+        with self._hello_scope:
+            await trio.sleep_until(deadline)
+            if self._hello_running:
+                self._hello_overdue = True
+            elif not self.authenticated:
+                self._eject_for_no_hello()
+
+    def _eject_for_no_hello(self) -> None:
+        timeout = self.hub.config.client_hello_timeout
+        log.info("client %d: no hello in %g s; closing it", self.number, timeout)
+        self._eject(Code.HELLO_REQUIRED, f"no `hello` within {timeout:g} s; closing the connection")
+
+    def _eject(self, code: str, message: str) -> None:
+        """Closes the connection from our side: the error frame is queued
+        (``id`` and ``command`` null), reading stops, and :meth:`run` cancels
+        the requests in flight and gives the frame :data:`CLOSE_GRACE`."""
+        if self._ejected:
+            return
+        self._ejected = True
+        self._reply(ap.fail(None, None, code, message))
+        self._read_scope.cancel()
+
+    def _withdraw_calls(self) -> None:
+        for _, withdraw in self._calls.values():
+            withdraw()
+            self._request_done()
+        self._calls.clear()
 
     async def _watch_hangup(self, cancel_all: trio.CancelScope) -> None:
         # Input ended with requests in flight: a half-close (the client still
@@ -224,7 +311,16 @@ class ClientSession:
         command = type(req).__struct_config__.tag
         assert isinstance(command, str)
         if isinstance(req, ap.Hello):
-            await self._send(await self._answer(req, command, line))
+            self._hello_running = True
+            try:
+                reply = await self._answer(req, command, line)
+            finally:
+                self._hello_running = False
+            await self._send(reply)
+            if self.authenticated:
+                self._hello_scope.cancel()
+            elif self._hello_overdue:
+                self._eject_for_no_hello()
             return
         error = refusal(self, req)
         if error is not None:
@@ -238,10 +334,6 @@ class ClientSession:
         if busy is not None:
             await self._send(ap.fail(req.id, command, Code.BUSY, busy))
             return
-        if type(req) is ap.CallTool and len(self._outbox) >= OUTBOX_SIZE:
-            # Its reply will be queued without waiting: wait here instead, so
-            # that a client that does not read its replies is not read either.
-            await self._outbox.room()
         self.in_flight += 1
         self.hub.request_started()
         if type(req) is ap.CallTool:
@@ -338,7 +430,8 @@ class ClientSession:
         )
 
     def _reply(self, frame: bytes) -> None:
-        # Never dropped: replies are bounded by the requests-in-flight limits.
+        # Never dropped: replies are bounded by the requests-in-flight limits,
+        # and no request is read while the outbox is full.
         try:
             self._outbox.put_nowait(frame, alone=self.in_flight <= 1, force=True)
         except trio.BrokenResourceError:
@@ -347,7 +440,7 @@ class ClientSession:
     def _busy(self) -> str | None:
         # Past a limit, a request is answered `busy` at once. A client that
         # writes requests but never reads the replies is held back all the
-        # same: those replies fill its outbox, and then this loop waits.
+        # same: those replies fill its outbox, and then `_read` waits.
         if self.in_flight >= self.hub.config.max_client_requests:
             return (
                 f"this connection has {self.in_flight} requests in flight, the most "

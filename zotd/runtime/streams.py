@@ -18,11 +18,16 @@ the daemon's hot path. Two rules keep it short:
 
 Streams without a file descriptor (the in-memory streams tests use) go
 through the ordinary Trio stream methods instead.
+
+Both are bounded by bytes, not only by frames: an :class:`Outbox` by the
+bytes not yet written (``max_bytes``), the readers of a daemon's connections
+together by the bytes of their unfinished lines (a :class:`LineBudget`).
 """
 
 from __future__ import annotations
 
 import errno
+import math
 import os
 from collections import deque
 from collections.abc import Callable
@@ -54,6 +59,28 @@ def fileno_of(
     return None
 
 
+class OverBudget(Exception):
+    """A :class:`LineReader`'s unfinished line would take its
+    :class:`LineBudget` past its limit; the reader has dropped that line."""
+
+
+class LineBudget:
+    """The bytes that the unfinished lines of many :class:`LineReader` may
+    hold together (``max_buffered_bytes``: a daemon's connections).
+
+    Each reader charges it with what its splitter holds after a read; the
+    reader whose charge takes it past ``limit`` drops its line and raises
+    :class:`OverBudget`. The others keep what they hold.
+    """
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        #: Bytes held now, by every reader charging it.
+        self.used = 0
+
+
 class LineReader:
     """Iterates a stream's lines, a read's worth at a time, until end of stream
     (then its unterminated tail). Each step gives at least one line.
@@ -61,14 +88,37 @@ class LineReader:
     A closed or broken stream ends the iteration like end of stream does. A
     plain async iterator rather than an async generator, so that a loop
     cancelled half-way leaves nothing for the garbage collector to finalize.
+
+    With a ``budget``, what its unfinished line holds is charged to it: a
+    read that takes the budget past its limit drops that line, the lines the
+    read completed are still given, and the next step raises
+    :class:`OverBudget`. Call :meth:`close` when done with it, to give back
+    its charge.
     """
 
-    __slots__ = ("_done", "_drained", "_fileno", "_splitter", "_stream", "_waited")
+    __slots__ = (
+        "_budget",
+        "_charged",
+        "_done",
+        "_drained",
+        "_fileno",
+        "_max_line",
+        "_over",
+        "_splitter",
+        "_stream",
+        "_waited",
+    )
 
-    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int) -> None:
+    def __init__(
+        self, stream: trio.abc.ReceiveStream, max_line: int, budget: LineBudget | None = None
+    ) -> None:
         self._stream = stream
         self._fileno = fileno_of(stream)
+        self._max_line = max_line
         self._splitter = LineSplitter(max_line)
+        self._budget = budget
+        self._charged = 0
+        self._over = False
         self._done = False
         self._waited = True
         self._drained = False
@@ -78,15 +128,43 @@ class LineReader:
 
     async def __anext__(self) -> list[bytes | Oversized]:
         while not self._done:
+            if self._over:
+                self._done = True
+                raise OverBudget(
+                    f"the daemon holds {self._budget.limit if self._budget else 0} bytes "
+                    "of unfinished lines, its limit"
+                )
             chunk = await self._receive()
             if chunk:
                 lines = list(self._splitter.feed(chunk))
             else:
                 self._done = True
                 lines = list(self._splitter.close())
+            if self._budget is not None:
+                self._charge(self._budget)
             if lines:
                 return lines
         raise StopAsyncIteration
+
+    def _charge(self, budget: LineBudget) -> None:
+        held = self._splitter.buffered
+        grew = held > self._charged
+        budget.used += held - self._charged
+        self._charged = held
+        if grew and budget.used > budget.limit:
+            self._over = True
+            self._splitter = LineSplitter(self._max_line)  # drops the line
+            budget.used -= held
+            self._charged = 0
+
+    def close(self) -> None:
+        """Gives back its budget's charge and drops its unfinished line;
+        reading further ends the iteration."""
+        if self._budget is not None:
+            self._budget.used -= self._charged
+            self._charged = 0
+        self._splitter = LineSplitter(self._max_line)
+        self._done = True
 
     async def _receive(self) -> bytes | bytearray:
         if self._fileno is None:
@@ -131,9 +209,13 @@ class Outbox:
     """Frames for one stream, written in order, with as few writes as possible.
 
     One task runs :meth:`run`, the writer; any task may put frames. At most
-    ``limit`` frames wait: :meth:`put` then waits for room (a reply must not
-    be lost), :meth:`put_nowait` says no (a notification may be dropped).
-    After :meth:`close`, what is queued is written and the stream closed.
+    ``limit`` frames wait, and at most ``max_bytes`` bytes are not yet
+    written (the frames queued and the rest of the write under way; a
+    single bigger frame goes when nothing else waits): :meth:`put` then
+    waits for room (a reply must not be lost), :meth:`put_nowait` says no (a
+    notification may be dropped). A frame put with a ``key`` may be taken
+    back with :meth:`withdraw` until the writer takes it. After
+    :meth:`close`, what is queued is written and the stream closed.
 
     Raises (from the put methods):
         trio.BrokenResourceError: the writer has ended (the peer went away, or
@@ -142,22 +224,32 @@ class Outbox:
 
     __slots__ = (
         "_broken",
+        "_bytes",
         "_closing",
         "_fileno",
         "_flushing",
+        "_keyed",
         "_kick",
         "_limit",
+        "_max_bytes",
         "_queue",
         "_room",
         "_stream",
         "_writer_done",
     )
 
-    def __init__(self, stream: trio.abc.SendStream, limit: int) -> None:
+    def __init__(
+        self, stream: trio.abc.SendStream, limit: int, max_bytes: float = math.inf
+    ) -> None:
         self._stream = stream
         self._fileno = fileno_of(stream)
         self._limit = limit
+        self._max_bytes = max_bytes
         self._queue: deque[bytes] = deque()
+        #: Bytes not yet written: the queue's, and the rest of the write under way.
+        self._bytes = 0
+        #: The frames put with a key and still queued, by key.
+        self._keyed: dict[str, bytes] = {}
         self._closing = False
         self._writer_done = False
         self._broken: str | None = None
@@ -170,21 +262,40 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def put_nowait(self, frame: bytes, *, alone: bool = True, force: bool = False) -> bool:
-        """Queues (or writes) a frame; ``False`` if ``limit`` frames already wait.
+    @property
+    def unwritten(self) -> int:
+        """Bytes put and not yet written (queued, or in the write under way)."""
+        return self._bytes
+
+    @property
+    def full(self) -> bool:
+        """Whether ``limit`` frames or ``max_bytes`` bytes wait."""
+        return len(self._queue) >= self._limit or self._bytes >= self._max_bytes
+
+    def put_nowait(
+        self, frame: bytes, *, alone: bool = True, force: bool = False, key: str | None = None
+    ) -> bool:
+        """Queues (or writes) a frame; ``False`` if there is no room for it.
 
         ``alone=False`` says more frames are likely to follow soon (the
         stream is busy): the frame is queued, never written inline, so that
         the writer sends it with the others. ``force=True`` queues it even
-        past ``limit``, for a frame that must not be lost and is bounded
-        elsewhere (a reply: requests in flight are limited).
+        past the bounds, for a frame that must not be lost and is bounded
+        elsewhere (a reply: requests in flight are limited). With ``key``,
+        :meth:`withdraw` may take it back while it is queued.
         """
         if self._writer_done or self._closing or self._broken is not None:
             raise trio.BrokenResourceError(self._broken or "the outbox is closed")
         if self._queue or self._flushing or not alone or self._fileno is None:
-            if len(self._queue) >= self._limit and not force:
+            if not force and (
+                len(self._queue) >= self._limit
+                or (self._bytes and self._bytes + len(frame) > self._max_bytes)
+            ):
                 return False
             self._queue.append(frame)
+            self._bytes += len(frame)
+            if key is not None:
+                self._keyed[key] = frame
             if self._kick:  # the writer is parked: wake it
                 self._kick.unpark()
             return True
@@ -197,22 +308,43 @@ class Outbox:
             self._kick.unpark()  # the writer reports it
             raise trio.BrokenResourceError(self._broken) from None
         if written < len(frame):  # the rest waits for the writer
-            self._queue.append(frame[written:])
+            rest = frame[written:]
+            self._queue.append(rest)
+            self._bytes += len(rest)
+            if key is not None and not written:
+                self._keyed[key] = rest
             self._kick.unpark()
         return True
 
-    async def put(self, frame: bytes, *, alone: bool = True) -> None:
-        """Queues (or writes) a frame, waiting while ``limit`` frames wait.
+    async def put(self, frame: bytes, *, alone: bool = True, key: str | None = None) -> None:
+        """Queues (or writes) a frame, waiting while there is no room for it.
 
         Does not yield when there is room: the caller is about to wait anyway.
         """
-        while not self.put_nowait(frame, alone=alone):
+        while not self.put_nowait(frame, alone=alone, key=key):
             await self._room.park()
 
     async def room(self) -> None:
-        """Waits until fewer than ``limit`` frames are queued, or the writer has ended."""
-        while len(self._queue) >= self._limit and not self._writer_done:
+        """Waits until it is not :attr:`full`, or the writer has ended.
+
+        Does not yield when there is room."""
+        while self.full and not self._writer_done:
             await self._room.park()
+
+    def withdraw(self, key: str) -> bool:
+        """Takes back the frame put with ``key`` if the writer has not taken
+        it yet; ``False`` if it is written (or being written), or unknown."""
+        frame = self._keyed.pop(key, None)
+        if frame is None:
+            return False
+        for i, queued in enumerate(self._queue):
+            if queued is frame:
+                del self._queue[i]
+                break
+        self._bytes -= len(frame)
+        if self._room:
+            self._room.unpark_all()
+        return True
 
     def close(self) -> None:
         """Writes what is queued, then closes the stream; later puts raise."""
@@ -244,6 +376,8 @@ class Outbox:
         finally:
             self._writer_done = True
             self._queue.clear()
+            self._keyed.clear()
+            self._bytes = 0
             self._room.unpark_all()
             with trio.CancelScope(shield=True):
                 await self._stream.aclose()
@@ -251,14 +385,18 @@ class Outbox:
     async def _flush(self) -> None:
         data = b"".join(self._queue) if len(self._queue) > 1 else self._queue[0]
         self._queue.clear()
+        self._keyed.clear()  # taken: no longer withdrawn
         if self._fileno is None:
             await self._stream.send_all(data)
+            self._bytes -= len(data)
             return
         view = memoryview(data)
         while view:
             fd = self._fileno()
             try:
-                view = view[os.write(fd, view) :]
+                written = os.write(fd, view)
+                self._bytes -= written
+                view = view[written:]
                 continue
             except BlockingIOError:
                 pass
