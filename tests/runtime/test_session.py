@@ -10,6 +10,8 @@ where a test waits for a deadline, it asserts the exact virtual time.
 from __future__ import annotations
 
 import json
+import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -285,3 +287,185 @@ async def test_end_of_input_before_any_request_closes_the_connection(
     assert await agent.at_eof()
     await agent.session.done.wait()
     assert hub.workspaces == {}
+
+
+# --- the hello deadline (client_hello_timeout) -----------------------------------------
+
+
+async def test_no_hello_by_the_deadline_closes_the_connection_with_an_error(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    hub = await open_hub(nursery, paths, project, {}, Config(client_hello_timeout=5.0))
+    agent = Agent(hub, nursery)
+    start = trio.current_time()
+    assert (await agent.request({"id": 1, "type": "ping"}))["success"]  # ping is no hello
+    assert await agent.recv() == failed(
+        None, None, "hello_required", "no `hello` within 5 s; closing the connection"
+    )
+    assert trio.current_time() - start == pytest.approx(5.0, abs=EXACT)
+    assert await agent.at_eof()
+    await agent.session.done.wait()
+    assert hub.in_flight == 0
+
+
+async def test_a_silent_connection_is_closed_at_the_deadline(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    hub = await open_hub(nursery, paths, project, {}, Config(client_hello_timeout=2.5))
+    agent = Agent(hub, nursery)
+    start = trio.current_time()
+    await agent.send(b'{"id": 1, "type": "hel')  # half a line, then nothing
+    assert (await agent.recv())["error"]["code"] == "hello_required"
+    assert trio.current_time() - start == pytest.approx(2.5, abs=EXACT)
+    assert await agent.at_eof()
+
+
+async def test_a_hello_in_time_keeps_the_connection_open(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    hub = await open_hub(nursery, paths, project, {}, Config(client_hello_timeout=5.0))
+    agent = Agent(hub, nursery)
+    await trio.sleep(4.9)
+    await agent.hello(project)
+    await trio.sleep(60)
+    assert (await agent.request({"id": 2, "type": "ping"}))["success"]
+
+
+async def test_a_hello_still_being_answered_at_the_deadline_is_let_finish(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    async def slow(io: FakeIO) -> None:  # ready after 2 s: the hello waits for it
+        await trio.sleep(2.0)
+        await io.hello("slow", tools=["echo"])
+        async for _ in io.frames():
+            pass
+
+    config = Config(client_hello_timeout=1.0, ready_grace=3.0)
+    hub = await open_hub(nursery, paths, project, {"slow": slow}, config)
+    agent = Agent(hub, nursery)
+    start = trio.current_time()
+    await agent.hello(project)
+    assert trio.current_time() - start == pytest.approx(2.0, abs=EXACT)
+    await trio.sleep(60)
+    assert (await agent.request({"id": 2, "type": "ping"}))["success"]
+
+
+async def test_a_failed_hello_does_not_stop_the_deadline(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    config = Config(client_hello_timeout=3.0, token="s3cret")
+    hub = await open_hub(nursery, paths, project, {}, config)
+    agent = Agent(hub, nursery)
+    start = trio.current_time()
+    reply = await agent.request({"id": 1, "type": "hello", "protocol_version": 1})
+    assert reply["error"]["code"] == "unauthorized"
+    assert (await agent.recv())["error"]["code"] == "hello_required"
+    assert trio.current_time() - start == pytest.approx(3.0, abs=EXACT)
+    assert await agent.at_eof()
+
+
+# --- a client that does not read its replies (client_outbox_bytes) ------------------------
+
+
+class SocketAgent:
+    """The client's end of a real Unix socket pair served by a session, with
+    small kernel buffers; it writes without blocking, and reads when told."""
+
+    def __init__(self, hub: Hub, nursery: trio.Nursery, number: int) -> None:
+        ours, theirs = trio.socket.socketpair()
+        for sock in (ours, theirs):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32 * 1024)
+        self.sock = ours
+        self.session = ClientSession(hub, trio.SocketStream(theirs), number)
+        nursery.start_soon(self.session.run)
+        self._buf = b""
+
+    def write_some(self, data: memoryview) -> int:
+        """Writes what the kernel takes now (0 if nothing)."""
+        try:
+            return os.write(self.sock.fileno(), data)
+        except BlockingIOError:
+            return 0
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self.write_some(view) :]
+            if view:
+                await trio.lowlevel.wait_writable(self.sock)
+
+    async def recv(self) -> dict[str, Any]:
+        while b"\n" not in self._buf:
+            chunk = await self.sock.recv(1 << 16)
+            assert chunk, "connection closed"
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        frame = json.loads(line)
+        assert isinstance(frame, dict)
+        return frame
+
+
+async def test_a_client_that_does_not_read_its_replies_is_not_read_either(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    async def echo(io: FakeIO) -> None:  # answers each call at once, in order
+        await io.hello("e", tools=["echo"])
+        async for frame in io.frames():
+            if isinstance(frame, ep.ToolCall):
+                text = json.dumps(json.loads(bytes(frame.args)))
+                content = [{"type": "text", "text": text}]
+                await io.send(type="tool_result", id=frame.id, content=content)
+
+    config = Config(client_outbox_bytes=64 * 1024)
+    hub = await open_hub(nursery, paths, project, {"e": echo}, config)
+    agent = SocketAgent(hub, nursery, 1)
+    with agent.sock:
+        hello = {"id": "h", "type": "hello", "protocol_version": 1, "cwd": str(project)}
+        await agent.send_all(json.dumps(hello).encode() + b"\n")
+        assert (await agent.recv())["success"]
+
+        # 200 calls whose replies are 16 KiB each (3 MiB in all), and no reading.
+        pad = "x" * (16 * 1024)
+        count = 200
+        payload = b"".join(
+            json.dumps(
+                {"id": i, "type": "call_tool", "name": "echo", "args": {"i": i, "pad": pad}}
+            ).encode()
+            + b"\n"
+            for i in range(count)
+        )
+        sent = 0
+        while sent < len(payload):
+            written = agent.write_some(memoryview(payload)[sent:])
+            if not written:
+                # Once everything in the daemon is idle, the kernel still takes
+                # nothing more: the daemon has stopped reading this client.
+                await trio.testing.wait_all_tasks_blocked()
+                written = agent.write_some(memoryview(payload)[sent:])
+                if not written:
+                    break
+            sent += written
+        # The daemon read a few replies' worth, and stopped: what it took is the
+        # outbox's 64 KiB, a read, and the sockets' small buffers, not 3 MiB.
+        assert sent < 1024 * 1024, "the daemon kept reading a client that reads nothing"
+        # (Past the 64 KiB, only the replies of the calls of the last read.)
+        assert agent.session._outbox.unwritten < 256 * 1024
+
+        # Meanwhile another client is served as usual.
+        other = Agent(hub, nursery, 2)
+        await other.hello(project)
+        reply = await other.request(
+            {"id": 1, "type": "call_tool", "name": "echo", "args": {"n": 1}}
+        )
+        assert json.loads(text_of(reply)) == {"n": 1}
+
+        # Once the first client reads, it gets every reply, in full, in order of
+        # its requests (the fake answers at once), and the rest of its requests
+        # are read.
+        async with trio.open_nursery() as writing:
+            writing.start_soon(agent.send_all, payload[sent:])
+            for i in range(count):
+                reply = await agent.recv()
+                assert reply["id"] == i
+                assert json.loads(text_of(reply)) == {"i": i, "pad": pad}
+        assert agent.session.in_flight == 0
