@@ -14,8 +14,9 @@ array), so no thread can keep it from stalling the event loop. Hence:
 * at most :data:`MAX_CHILDREN` children and :data:`MAX_THREADS` threads check
   at once, daemon-wide; a check waits for its turn inside its deadline;
 * results are remembered (:class:`Results`): the same arguments for the
-  same schema are not checked again, and arguments whose check was cut
-  short are refused at once if there is no more time than they had.
+  same schema are not checked again, and arguments whose check ran for
+  :data:`SLOW` seconds or more without finishing are refused at once (a
+  guard repeating a backtracking rewrite costs one child, not one a call).
 
 It fails closed: a check that cannot be made (no time left, the child
 failed or could not be started) raises :exc:`Unchecked`, and the caller
@@ -50,6 +51,9 @@ MAX_CHILDREN: Final = 4
 MAX_THREADS: Final = 4
 #: Results remembered.
 MAX_RESULTS: Final = 256
+#: Seconds a check must have run, without finishing, for its arguments to be
+#: refused without a check from then on.
+SLOW: Final = 1.0
 
 #: The child's program: the daemon's own import path, then the check.
 _CHILD: Final = "import sys; sys.path[:0] = sys.argv[1:]; from zotd.model.args import main; main()"
@@ -63,7 +67,8 @@ class Results:
     """What earlier checks found, by schema and arguments (pure; time is passed in).
 
     Remembers, for the last :data:`MAX_RESULTS` pairs, either the result of a
-    check that finished, or the longest a check ran without finishing.
+    check that finished, or how long a check ran without finishing (if that
+    was :data:`SLOW` seconds or more).
     """
 
     __slots__ = ("_done", "_slow")
@@ -88,16 +93,20 @@ class Results:
         self._done.move_to_end(key)
         return True, self._done[key]
 
-    def ran_for(self, key: bytes) -> float:
-        """The longest a check of ``key`` ran without finishing (0 if none did)."""
-        return self._slow.get(key, 0.0)
+    def slow(self, key: bytes) -> float | None:
+        """How long a check of ``key`` ran without finishing, if that was
+        :data:`SLOW` seconds or more; else ``None``."""
+        return self._slow.get(key)
 
     def finished(self, key: bytes, result: str | None) -> None:
+        """A check of ``key`` found ``result``."""
         _put(self._done, key, result)
         self._slow.pop(key, None)
 
     def cut_short(self, key: bytes, seconds: float) -> None:
-        _put(self._slow, key, max(seconds, self._slow.get(key, 0.0)))
+        """A check of ``key`` was stopped after ``seconds`` (remembered from :data:`SLOW` on)."""
+        if seconds >= SLOW:
+            _put(self._slow, key, max(seconds, self._slow.get(key, 0.0)))
 
 
 def _put(table: OrderedDict[bytes, V], key: bytes, value: V) -> None:
@@ -135,7 +144,8 @@ async def check_args(tool: Tool, args: msgspec.Raw, deadline: float) -> str | No
 
     Raises:
         Unchecked: the check could not be made by ``deadline`` (waiting for
-            its turn included), or its child failed or could not be started.
+            its turn included), or its child failed or could not be started;
+            or one of these arguments was cut short after :data:`SLOW` s before.
 
     Cancellation abandons the thread (it finishes on its own, its answer
     dropped) or kills the child, then raises :exc:`trio.Cancelled`.
@@ -147,30 +157,33 @@ async def check_args(tool: Tool, args: msgspec.Raw, deadline: float) -> str | No
     if known:
         await trio.lowlevel.checkpoint()
         return result
-    left = deadline - trio.current_time()
-    before = state.results.ran_for(key)
-    if left <= before:
+    slow = state.results.slow(key)
+    if slow is not None:
         await trio.lowlevel.checkpoint()
         raise Unchecked(
-            f"a check of these arguments ran for {before:.1f} s without finishing "
-            f"and {max(left, 0.0):.1f} s are left"
+            f"a check of these arguments already ran for {slow:.1f} s without finishing"
         )
     started: float | None = None
+    in_child = model_args.may_stall(schema, raw)
+    limiter = state.children if in_child else state.threads
     with trio.move_on_at(deadline):
-        if not model_args.may_stall(schema, raw):
-            async with state.threads:
+        if not in_child:
+            async with limiter:
                 started = trio.current_time()
                 result = await trio.to_thread.run_sync(
                     tool.check_args, args, abandon_on_cancel=True
                 )
         else:
-            async with state.children:
+            async with limiter:
                 started = trio.current_time()
                 result = await _check_in_child(schema, raw)
         state.results.finished(key, result)
         return result
     if started is None:
-        raise Unchecked("too many argument checks were already running")
+        if limiter.available_tokens == 0:
+            busy = f"all {limiter.total_tokens:g} {'children' if in_child else 'threads'}"
+            raise Unchecked(f"{busy} checking arguments were busy until the deadline")
+        raise Unchecked("no time was left to check them")
     state.results.cut_short(key, trio.current_time() - started)
     raise Unchecked("the check did not finish in time")
 
