@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zotd.model.args import MAX_MESSAGE, ArgsSchema, check, may_backtrack
+from zotd.model.args import (
+    MAX_ARGS_IN_THREAD,
+    MAX_MESSAGE,
+    ArgsSchema,
+    check,
+    may_backtrack,
+    may_stall,
+)
 
 Case = tuple[Any, Any, str | None]
 
@@ -377,3 +384,19 @@ def test_schemas_that_may_backtrack_are_told_apart() -> None:
     assert may_backtrack(b'{"properties": {"x": {"pattern": "^(a+)+$"}}}')
     assert may_backtrack(b'{"patternProperties": {"^a": {}}}')
     assert not may_backtrack(msgspec.json.encode(PERSON_SCHEMA))
+
+
+def test_a_pattern_behind_a_unicode_escape_still_counts() -> None:
+    # "pat\u0074ern" is "pattern" once decoded: the text test must not miss it.
+    schema = b'{"properties": {"x": {"pat\\u0074ern": "^(a+)+$"}}}'
+    assert msgspec.json.decode(schema) == {"properties": {"x": {"pattern": "^(a+)+$"}}}
+    assert may_backtrack(schema)
+
+
+def test_long_arguments_may_stall_whatever_the_schema() -> None:
+    # uniqueItems sorts the array in C, holding the GIL: time grows with the instance.
+    schema = b'{"type": "object", "properties": {"tags": {"uniqueItems": true}}}'
+    assert not may_stall(schema, b'{"tags": ["a", "b"]}')
+    long_args = b'{"tags": [' + b'"a",' * (MAX_ARGS_IN_THREAD // 4) + b'"b"]}'
+    assert may_stall(schema, long_args)
+    assert may_stall(b'{"pattern": "x"}', b"{}")
