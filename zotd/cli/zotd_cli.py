@@ -20,7 +20,7 @@ from cyclopts import App, Parameter
 
 from .. import __version__
 from ..client import Client, NotRunning, ZotdError, autostart, connect
-from ..model import service
+from ..model import logfiles, service
 from ..model.config import Config
 from ..model.logfiles import size_of, tail
 from ..model.paths import Paths
@@ -316,9 +316,10 @@ def install_service(
             return 0
         if manager == "launchd":
             try:
-                paths.logs_dir.mkdir(parents=True, exist_ok=True)  # launchd does not make it
+                # launchd does not make it, and would make the file 0644.
+                os.close(logfiles.open_append(paths.daemon_log))
             except OSError as exc:
-                return die(f"zotd: cannot create {paths.logs_dir}: {exc.strerror or exc}")
+                return die(f"zotd: cannot create {paths.daemon_log}: {exc.strerror or exc}")
         done = service.install(manager, folder, files)
     except service.ServiceError as exc:
         return die(f"zotd: {exc}")

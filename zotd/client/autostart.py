@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from ..model.logfiles import size_of, tail
+from ..model.logfiles import open_append, size_of, tail
 from ..model.paths import Paths
 
 #: How long a started daemon may take to answer.
@@ -132,12 +132,13 @@ async def _spawn_and_connect(socket: Path, deadline: float) -> anyio.abc.UNIXSoc
 
 def spawn(socket: Path, log: Path, extra: list[str] | None = None) -> subprocess.Popen[bytes]:
     """Starts ``python -m zotd`` on ``socket`` in the background, in its own
-    session, with its output appended to ``log``; does not wait."""
-    log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    session, with its output appended to ``log`` (made 0600, in a 0700
+    directory, even if they existed wider); does not wait."""
     argv = [sys.executable, "-m", "zotd", "--socket", str(socket), *(extra or [])]
     # Not the starter's service manager's: a daemon started here is nobody's unit.
     env = {k: v for k, v in os.environ.items() if k not in _SERVICE_MANAGER_ENV}
-    with log.open("ab") as out:
+    out = open_append(log)
+    try:
         process = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -146,5 +147,7 @@ def spawn(socket: Path, log: Path, extra: list[str] | None = None) -> subprocess
             start_new_session=True,
             env=env,
         )
+    finally:
+        os.close(out)
     _started.append(process)
     return process

@@ -58,10 +58,14 @@ def bounded(message: str) -> str:
     return f"{message[:MAX_NOTE]}... [{len(message) - MAX_NOTE} more characters]"
 
 
+#: The logs whose trouble the daemon's log already tells (see ExtensionLog._trouble).
+_troubled: set[Path] = set()
+
+
 class ExtensionLog:
     """``$ZOT_HOME/logs/ext-<name>.log``, kept under ``max_bytes``."""
 
-    __slots__ = ("_dropped", "_sink", "_troubled", "max_bytes", "name", "path")
+    __slots__ = ("_dropped", "_sink", "max_bytes", "name", "path")
 
     def __init__(self, name: str, path: Path, max_bytes: int) -> None:
         self.name = name
@@ -72,8 +76,6 @@ class ExtensionLog:
         self._sink: int | None = None
         #: Bytes of the child's stderr dropped that way.
         self._dropped = 0
-        #: Whether the daemon's log already says this log is in trouble.
-        self._troubled = False
 
     @property
     def dropped(self) -> int:
@@ -97,13 +99,14 @@ class ExtensionLog:
         except OSError as exc:
             self._trouble(f"cannot write {self.path}: {exc.strerror or exc}")
         else:
-            self._troubled = False
+            _troubled.discard(self.path)
 
     def _trouble(self, message: str) -> None:
-        """Logs ``message`` as a warning, unless a trouble was logged and no
-        write has succeeded since."""
-        if not self._troubled:
-            self._troubled = True
+        """Logs ``message`` as a warning, unless a trouble with this log was
+        logged and no write to it has succeeded since (also by an earlier run
+        of the extension: a restart does not repeat the warning)."""
+        if self.path not in _troubled:
+            _troubled.add(self.path)
             log.warning("extension %s: %s", self.name, message)
 
     def tail(self) -> list[str]:
