@@ -25,6 +25,8 @@ import trio
 from tests.cli.test_autostart import daemons_on
 from tests.conftest import StartDaemon, add_extension, add_newer_zot
 from tests.e2e.test_examples import EXAMPLES, Ran, install, run_zot, user_env, wait_for_lines
+from tests.e2e.test_guard_limits import CONFIG as GUARD_LIMITS
+from tests.e2e.test_guard_limits import add_guard
 from zotd.client import connect
 from zotd.model.paths import Paths
 
@@ -196,6 +198,35 @@ async def test_rewritten_input_is_shown_to_the_user_as_it_will_run(
                 "updatedInput": rewritten,
             }
         }
+
+
+async def test_a_call_too_big_for_the_guards_is_never_allowed(
+    agent: Agent, start_daemon: StartDaemon
+) -> None:
+    # "grow" rewrites every call into some 4,000 bytes (its answer fits in the
+    # daemon's 4096-byte limit); "wall" would block those, but the frame
+    # asking it, with the payload's tool_id, would not fit (wall would drop
+    # it unread, and count as silent: allow). zotd refuses the intercept
+    # with an error instead, and zot hook never allows on one.
+    add_guard(agent.paths, "grow", "--pad", "4000", priority=-1)
+    add_guard(agent.paths, "wall", "--block-if", "xxxx")
+    await start_daemon(GUARD_LIMITS, env=agent.env)
+    stdin = agent.payload("pre-tool-use-harmless")
+    opened = await agent.hook("pre-tool-use", stdin)
+    approving = await agent.hook("pre-tool-use", stdin, "--approve")
+    closed = await agent.hook("pre-tool-use", stdin, "--fail-closed")
+    prefix = (
+        "zot hook pre-tool-use: zotd could not ask the guards: intercept refused: as rewritten "
+        "by 'grow', the event_intercept frame for the guards after them would take "
+    )
+    for ran in (opened, approving):
+        # No decision: a non-blocking error for Claude Code, never "allow".
+        assert (ran.code, ran.out) == (1, ""), ran
+        assert ran.err.startswith(prefix), ran
+        assert ran.err.endswith(" (frame_too_large); the call is not guarded\n"), ran
+    note = opened.err.removesuffix("; the call is not guarded\n")
+    assert (closed.code, closed.err) == (0, note + "\n"), closed
+    assert answer(closed) == deny(f"{note}; denied (--fail-closed)")
 
 
 # --- lifecycle events ------------------------------------------------------------------

@@ -78,3 +78,10 @@ def test_events_carry_what_happened() -> None:
     }
     stop = hooks.parse(b'{"hook_event_name": "Stop", "session_id": "s"}', hooks.Payload, ("Stop",))
     assert hooks.turn_end_event(stop) == {"stop": "end_turn", "session_id": "s"}
+
+
+def test_an_error_instead_of_a_verdict_says_so() -> None:
+    # zot hook prints this and denies (--fail-closed) or exits 1: never "allow".
+    assert hooks.refusal("frame_too_large", "intercept refused: too big") == (
+        "zotd could not ask the guards: intercept refused: too big (frame_too_large)"
+    )

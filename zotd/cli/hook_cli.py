@@ -15,8 +15,8 @@ fields), and reads its answer from the exit code and stdout.
 Claude Code's ``Bash`` is zot's ``bash`` (same argument, ``command``); other
 tools keep their names. Like every ``zot`` command, a hook starts zotd if none
 answers (not with ``--no-start``). Without a verdict, ``pre-tool-use`` fails
-open (exit 1, a non-blocking error for Claude Code), or denies with
-``--fail-closed``. The design, the formats and the failure modes are in
+open (exit 1, a non-blocking error for Claude Code; never ``allow``), or
+denies with ``--fail-closed``. The design, the formats and the failure modes are in
 docs/integrations.md.
 """
 
@@ -58,6 +58,11 @@ class _BadPayload(_NoAnswer):
 
 class _Unreachable(_NoAnswer):
     """zotd could not be asked: not running, silent, refusing, or a bad config."""
+
+
+class _Refused(_NoAnswer):
+    """zotd was asked but answered with an error, not a verdict (the event
+    would not fit in a guard's frame, say): never taken as an allow."""
 
 
 def _read(kind: type[P], events: tuple[str, ...]) -> P:
@@ -156,10 +161,12 @@ def pre_tool_use(
     run) with the new input as "updatedInput"; otherwise "{}" (no decision:
     the agent's own permission rules apply). Exits 0.
 
-    Without a verdict (an unreadable payload, zotd not running or silent),
-    prints why on stderr and exits 1, which the agent takes as a
-    non-blocking error: the call is not guarded. With --fail-closed, denies
-    it instead (exit 0).
+    Without a verdict (an unreadable payload, zotd not running or silent,
+    or zotd answering with an error, such as a call too big for the
+    guards' frames), prints why on stderr and exits 1, which the agent
+    takes as a non-blocking error: the call is not guarded, but never
+    approved (not even with --approve). With --fail-closed, denies it
+    instead (exit 0).
 
     Args:
         fail_closed: Deny the call when zot's guards cannot be asked.
@@ -171,11 +178,14 @@ def pre_tool_use(
         payload = _read(hooks.ToolUse, ("PreToolUse",))
 
         async def ask(zot: Client) -> ap.InterceptData:
-            return await zot.intercept(
-                hooks.zot_tool_name(payload.tool_name),
-                payload.tool_input,
-                tool_id=payload.tool_use_id,
-            )
+            try:
+                return await zot.intercept(
+                    hooks.zot_tool_name(payload.tool_name),
+                    payload.tool_input,
+                    tool_id=payload.tool_use_id,
+                )
+            except ZotdError as exc:
+                raise _Refused(hooks.refusal(exc.code, exc.message)) from None
 
         verdict = _talk(o, where, payload, ask)
     except _NoAnswer as exc:

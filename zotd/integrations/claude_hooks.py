@@ -99,6 +99,15 @@ def decision(decision: str, reason: str) -> dict[str, Any]:
     }
 
 
+def refusal(code: str, message: str) -> str:
+    """Why there is no verdict, when zotd answered ``intercept`` with an error.
+
+    Such an answer is never a verdict: the caller denies the call or leaves
+    it unguarded (a non-blocking error), never allows it.
+    """
+    return f"zotd could not ask the guards: {message} ({code})"
+
+
 def pre_tool_use_answer(verdict: ap.InterceptData, *, approve: bool) -> dict[str, Any]:
     """What PreToolUse answers for the guards' verdict.
 
