@@ -6,6 +6,21 @@ and one-way frames, down its stdin.
 Requests get ids from the extension's :class:`~.pending.PendingTable`; the
 frames go through one :class:`~.streams.Outbox`, made when the process
 starts.
+
+An extension that stops reading its stdin costs bounded memory:
+
+* A request given up (its deadline passed, the client cancelled it or went
+  away) while its frame still waits in the outbox is taken back from it: the
+  extension never sees it (nor a ``cancel`` for it). One already written, in
+  part or whole, is followed by ``cancel``.
+* A tool call or guard question (:meth:`Calls.ask`) that finds the writer
+  waiting for the extension to read, with ``extension_queue`` frames or
+  ``extension_queue_bytes`` bytes unwritten already, finds the extension
+  stuck: it fails, so does every request pending, with
+  ``extension_failed`` ("stopped reading its stdin"), and the extension is
+  killed (:meth:`~.extension.Extension.stuck`), so that its restart policy
+  starts it again. Awaited requests wait for room instead, inside their
+  deadline; one-way frames are dropped, as ever.
 """
 
 from __future__ import annotations
@@ -31,14 +46,17 @@ class Calls:
 
     Args:
         ext: the extension (frames go only while it is running).
-        queue: the bound of its stdin's queue (``extension_queue``).
+        queue: the bound of its stdin's queue, in frames (``extension_queue``).
+        queue_bytes: the bound of its stdin's queue, in bytes not yet written
+            (``extension_queue_bytes``).
     """
 
-    __slots__ = ("_ext", "_queue", "outbox", "pending")
+    __slots__ = ("_ext", "_queue", "_queue_bytes", "outbox", "pending")
 
-    def __init__(self, ext: Extension, queue: int) -> None:
+    def __init__(self, ext: Extension, queue: int, queue_bytes: int = 16 * 1024 * 1024) -> None:
         self._ext = ext
         self._queue = queue
+        self._queue_bytes = queue_bytes
         #: The requests sent and not yet answered, failed or withdrawn.
         self.pending: PendingTable[ep.ToolProgress] = PendingTable(on_expire=self.cancel)
         #: Frames for its stdin; made by :meth:`open` when the process starts.
@@ -46,7 +64,7 @@ class Calls:
 
     def open(self, stdin: trio.abc.SendStream) -> Outbox:
         """Makes the outbox for the process's stdin (see :meth:`write`)."""
-        self.outbox = Outbox(stdin, self._queue)
+        self.outbox = Outbox(stdin, self._queue, self._queue_bytes)
         return self.outbox
 
     async def write(self, outbox: Outbox) -> None:
@@ -104,7 +122,7 @@ class Calls:
         self.pending.add(rid, slot)
         try:
             try:
-                await outbox.put(make(rid), alone=len(self.pending) == 1)
+                await outbox.put(make(rid), alone=len(self.pending) == 1, key=rid)
             except trio.BrokenResourceError:
                 raise extension_failed(
                     f"extension {self._ext.name!r} stopped reading its stdin"
@@ -132,7 +150,9 @@ class Calls:
         ``timeout`` :class:`RequestError` at its deadline. The frame is queued
         even past ``extension_queue`` (requests are bounded by the daemon's
         ``busy`` limits), so that a request waits for a slow reader inside
-        its deadline, as an awaited :meth:`request` does.
+        its deadline, as an awaited :meth:`request` does; but not behind a
+        write the extension does not read with the queue past its bounds:
+        the extension is stuck then (see the module's docstring).
 
         ``alone=False`` says more requests follow at once: the frame is queued
         for the writer to send with them, not written on its own.
@@ -140,11 +160,16 @@ class Calls:
 
         Returns the request's id: pass it to :meth:`withdraw` when the answer
         is no longer wanted. Raises :class:`RequestError` if the extension is
-        not running.
+        not running, or is stuck.
         """
         outbox, rid = self._next_request()
+        frame = make(rid)
+        if outbox.blocked and (
+            len(outbox) >= self._queue or outbox.unwritten + len(frame) > self._queue_bytes
+        ):
+            raise self._stuck(outbox)
         try:
-            outbox.put_nowait(make(rid), alone=alone and not self.pending, force=True)
+            outbox.put_nowait(frame, alone=alone and not self.pending, force=True, key=rid)
         except trio.BrokenResourceError:
             raise extension_failed(
                 f"extension {self._ext.name!r} stopped reading its stdin"
@@ -152,14 +177,31 @@ class Calls:
         self.pending.add(rid, Slot(expect, callback, progress=progress), timeout)
         return rid
 
+    def _stuck(self, outbox: Outbox) -> RequestError:
+        """Declares the extension stuck: pending requests fail, it is killed
+        (its restart policy applies); returns the error for the new request."""
+        reason = (
+            f"stopped reading its stdin ({len(outbox)} frames, {outbox.unwritten} bytes "
+            "waiting); it is stopped, and restarted per its restart policy"
+        )
+        error = extension_failed(f"extension {self._ext.name!r} {reason}")
+        self.pending.fail_all(error)
+        self._ext.stuck(reason)
+        return error
+
     def withdraw(self, rid: str) -> None:
-        """Forgets a request; if it was still unanswered, tells the extension
-        with a ``cancel`` frame. A reply that comes later is dropped and counted."""
+        """Forgets a request; if it was still unanswered, takes its frame
+        back if it is not written yet, else tells the extension with a
+        ``cancel`` frame. A reply that comes later is dropped and counted."""
         if self.pending.pop(rid) is not None:
             self.cancel(rid)
 
     def cancel(self, rid: str) -> None:
-        """Sends ``cancel`` for ``rid`` (if it is running)."""
+        """Takes back the frame of ``rid`` if it is still queued (the
+        extension never sees it), else sends ``cancel`` for it (if it is
+        running)."""
+        if self.outbox is not None and self.outbox.withdraw(rid):
+            return
         # Extensions that do not know `cancel` ignore it, as the reference's
         # examples ignore every frame they do not know.
         if self._ext.running:

@@ -114,7 +114,7 @@ class Extension:
         self._process_exited = trio.Event()
         self._stop_code: str | None = None
         #: The requests it is sent, and its stdin.
-        self._calls = Calls(self, config.extension_queue)
+        self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
         #: Its stdout's reader and its handshake; made when the process starts.
         self._inbox: Inbox | None = None
 
@@ -307,6 +307,13 @@ class Extension:
 
     def _refuse(self, reason: str) -> None:
         self._fail(f"refused: {reason}")
+        if self._process is not None:
+            self._process.signal_group(signal.SIGKILL)
+
+    def stuck(self, reason: str) -> None:
+        """Its stdin is stuck (see :mod:`.calls`): failed now, and killed, so
+        that its restart policy applies (an end it did not ask for)."""
+        self._fail(reason)
         if self._process is not None:
             self._process.signal_group(signal.SIGKILL)
 

@@ -39,6 +39,10 @@ from ..protocol.lines import LineSplitter, Oversized
 #: Bytes asked of the kernel per read.
 READ_SIZE = 64 * 1024
 
+#: Bytes an :class:`Outbox` takes for one write while it holds frames that
+#: may be withdrawn (else it takes all it holds).
+WRITE_BATCH = 64 * 1024
+
 #: Errors of a read or write that mean the peer is gone.
 _GONE = frozenset({errno.EPIPE, errno.ECONNRESET, errno.EBADF, errno.ENOTCONN, errno.ESHUTDOWN})
 
@@ -223,11 +227,13 @@ class Outbox:
     """
 
     __slots__ = (
+        "_blocked",
         "_broken",
         "_bytes",
         "_closing",
         "_fileno",
         "_flushing",
+        "_key_of",
         "_keyed",
         "_kick",
         "_limit",
@@ -248,14 +254,18 @@ class Outbox:
         self._queue: deque[bytes] = deque()
         #: Bytes not yet written: the queue's, and the rest of the write under way.
         self._bytes = 0
-        #: The frames put with a key and still queued, by key.
+        #: The frames put with a key and still queued, by key, and their keys
+        #: by ``id`` of the frame (queued, so alive).
         self._keyed: dict[str, bytes] = {}
+        self._key_of: dict[int, str] = {}
         self._closing = False
         self._writer_done = False
         self._broken: str | None = None
         #: The writer is sending what it took from the queue: nothing may be
         #: written inline until it is done.
         self._flushing = False
+        #: The writer waits for the peer to read (a write took less than all).
+        self._blocked = False
         self._kick = trio.lowlevel.ParkingLot()
         self._room = trio.lowlevel.ParkingLot()
 
@@ -266,6 +276,11 @@ class Outbox:
     def unwritten(self) -> int:
         """Bytes put and not yet written (queued, or in the write under way)."""
         return self._bytes
+
+    @property
+    def blocked(self) -> bool:
+        """Whether the writer is waiting for the peer to read what it wrote."""
+        return self._blocked
 
     @property
     def full(self) -> bool:
@@ -296,6 +311,7 @@ class Outbox:
             self._bytes += len(frame)
             if key is not None:
                 self._keyed[key] = frame
+                self._key_of[id(frame)] = key
             if self._kick:  # the writer is parked: wake it
                 self._kick.unpark()
             return True
@@ -313,6 +329,7 @@ class Outbox:
             self._bytes += len(rest)
             if key is not None and not written:
                 self._keyed[key] = rest
+                self._key_of[id(rest)] = key
             self._kick.unpark()
         return True
 
@@ -337,6 +354,7 @@ class Outbox:
         frame = self._keyed.pop(key, None)
         if frame is None:
             return False
+        del self._key_of[id(frame)]
         for i, queued in enumerate(self._queue):
             if queued is frame:
                 del self._queue[i]
@@ -377,15 +395,35 @@ class Outbox:
             self._writer_done = True
             self._queue.clear()
             self._keyed.clear()
+            self._key_of.clear()
             self._bytes = 0
             self._room.unpark_all()
             with trio.CancelScope(shield=True):
                 await self._stream.aclose()
 
+    def _take(self) -> bytes:
+        """What the next write sends, taken from the queue: all of it, or,
+        while frames that may be withdrawn wait, about :data:`WRITE_BATCH`
+        bytes (so that those behind a write the peer does not read stay
+        withdrawable)."""
+        queue = self._queue
+        if not self._key_of:
+            data = b"".join(queue) if len(queue) > 1 else queue[0]
+            queue.clear()
+            return data
+        taken: list[bytes] = []
+        size = 0
+        while queue and (not taken or size + len(queue[0]) <= WRITE_BATCH):
+            frame = queue.popleft()
+            key = self._key_of.pop(id(frame), None)
+            if key is not None:
+                del self._keyed[key]
+            taken.append(frame)
+            size += len(frame)
+        return b"".join(taken) if len(taken) > 1 else taken[0]
+
     async def _flush(self) -> None:
-        data = b"".join(self._queue) if len(self._queue) > 1 else self._queue[0]
-        self._queue.clear()
-        self._keyed.clear()  # taken: no longer withdrawn
+        data = self._take()
         if self._fileno is None:
             await self._stream.send_all(data)
             self._bytes -= len(data)
@@ -403,8 +441,11 @@ class Outbox:
             except OSError as exc:  # EBADF for a closed stream (fd -1) included
                 self._broken = f"cannot write: {exc.strerror or exc}"
                 raise trio.BrokenResourceError(self._broken) from None
+            self._blocked = True
             try:
                 await trio.lowlevel.wait_writable(fd)
             except trio.ClosedResourceError:
                 self._broken = "the stream was closed"
                 raise trio.BrokenResourceError(self._broken) from None
+            finally:
+                self._blocked = False
