@@ -20,7 +20,7 @@ import msgspec
 import tomli_w
 
 import zotd
-from soak.plan import EXIT_WAIT, EXT_SCRIPTS, EXTENSIONS, RESTART, SETTINGS, Plan
+from soak.plan import EXIT_WAIT, EXT_SCRIPTS, EXTENSIONS, RESTART, SETTINGS, STUCK_FRAME, Plan
 from soak.procfs import ProcInfo, all_pids, carries_marker, proc_info
 from zotd.model.config import Config
 
@@ -55,7 +55,13 @@ def write_extensions(root: Path, config: Config, env: dict[str, str]) -> list[Pa
     ``env`` goes into each manifest's ``env``: zotd gives extensions an
     allowlisted environment, and this run's marker and seed must reach them.
     """
-    extra = {"hanger": ["--late", str(config.tool_timeout + 1.0)]}
+    # What zotd's writer may have in hand when the stuck extension stalls:
+    # a queue's worth of its frames (and a few small ones: `cancel`s).
+    exempt = min(config.extension_queue * STUCK_FRAME, config.extension_queue_bytes) + 8192
+    extra = {
+        "hanger": ["--late", str(config.tool_timeout + 1.0)],
+        "stuck": ["--exempt", str(exempt)],
+    }
     # The rewriter's verdicts count before the guard's: the guard is asked
     # about the arguments as rewritten.
     priority = {"rewriter": -1}

@@ -56,6 +56,22 @@ class Stats:
     panels_left: str = ""
     #: Panels newer still had open well after they were closed.
     leaked_panels: set[str] = field(default_factory=set)
+    #: When each ``stuck_echo`` call's ``timeout`` reply came (wall clock), by nonce.
+    stuck_timeouts: dict[str, float] = field(default_factory=dict)
+    #: Every ``rss_every`` seconds: (seconds into the load, daemon RSS in MiB,
+    #: requests sent so far); the last one at the end, once all is ready again.
+    rss_samples: list[tuple[float, float, int]] = field(default_factory=list)
+    #: The clients that stopped reading for a while, and what they saw.
+    unread: Counter[str] = field(default_factory=Counter)
+    #: The latecomer's bursts of registrations after ``ready``, and what came of them.
+    late: Counter[str] = field(default_factory=Counter)
+    #: Per burst: seconds from the ``/register`` reply to the ``extension_state``
+    #: push with all of its registrations, and the pushes until then.
+    late_push_waits: list[float] = field(default_factory=list)
+    late_push_counts: list[int] = field(default_factory=list)
+
+    def requests_sent(self) -> int:
+        return sum(k.sent for k in self.kinds.values())
 
     def kind(self, name: str) -> KindStats:
         return self.kinds[name]

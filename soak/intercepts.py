@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from soak.plan import MISFIT, NOT_AN_OBJECT
+from soak.plan import MISFIT, NOT_AN_OBJECT, UNCHECKED
 from soak.state import Soak, describe
 from zotd.client import Client
 from zotd.protocol import agent as ap
@@ -55,6 +55,9 @@ async def intercept(soak: Soak, zot: Client, cid: int, rng: random.Random) -> No
                 verdicts["tool_call, rewrite asked: blocked: not an object"] += 1
             elif r.extension == "rewriter" and misfit and r.reason == MISFIT:
                 verdicts["tool_call, misfit for echo: blocked by its schema"] += 1
+            elif rewrite and tool == "echo" and r.reason.startswith(UNCHECKED):
+                # zotd fails closed when the schema check cannot finish in time.
+                verdicts["tool_call, rewrite asked: blocked: its check did not finish"] += 1
             else:
                 return f"intercept {nonce} ({command}, rewrite {rewrite}) got {r!r:.200}"
             return None

@@ -5,6 +5,7 @@ for the extensions to be ready again and takes the end figures.
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 
 import trio
@@ -14,6 +15,7 @@ from soak.faults import crash_orders, hangups, reloader, signals, thaw
 from soak.panels import panel_watch, panels_left
 from soak.plan import EXTENSIONS
 from soak.procfs import carries_marker, dangling_pipes, open_fds, rss_mib
+from soak.stalls import late_registrations, non_reading
 from soak.state import Gone, Soak
 from zotd.client import Client, ZotdError
 
@@ -26,6 +28,22 @@ async def wait_until_ready(zot: Client, within: float) -> None:
             if sorted(i.name for i in infos if i.state == "ready") == sorted(EXTENSIONS):
                 return
             await trio.sleep(0.1)
+
+
+def take_rss(soak: Soak, at: float) -> None:
+    """One sample of the RSS table (and a line on stderr, to follow a long run)."""
+    rss, sent = rss_mib(soak.daemon_pid), soak.stats.requests_sent()
+    soak.stats.rss_samples.append((at, rss, sent))
+    print(f"soak: {at / 60:5.1f} min, daemon RSS {rss:.1f} MiB, {sent:,} requests", file=sys.stderr)
+
+
+async def sample_rss(soak: Soak) -> None:
+    """Samples the daemon's RSS every ``rss_every`` seconds of the load."""
+    every = soak.plan.rss_every
+    k = 1
+    while not await soak.paused(soak.load_began + k * every - trio.current_time()):
+        take_rss(soak, k * every)
+        k += 1
 
 
 async def run(soak: Soak) -> None:
@@ -47,6 +65,7 @@ async def run(soak: Soak) -> None:
         soak.stats.fds_start = open_fds(soak.daemon_pid)
         soak.stats.dangling_start = dangling_pipes(soak.daemon_pid)
         soak.load_began = trio.current_time()
+        take_rss(soak, 0.0)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(soak.persist, partial(monitor, soak))
@@ -57,6 +76,9 @@ async def run(soak: Soak) -> None:
                 nursery.start_soon(signals, soak)
                 nursery.start_soon(soak.persist, partial(hangups, soak))
                 nursery.start_soon(soak.persist, partial(panel_watch, soak))
+                nursery.start_soon(soak.persist, partial(non_reading, soak))
+                nursery.start_soon(soak.persist, partial(late_registrations, soak))
+                nursery.start_soon(sample_rss, soak)
                 await trio.sleep(soak.plan.duration)
                 soak.stop.set()
         finally:
@@ -64,6 +86,7 @@ async def run(soak: Soak) -> None:
         # Quiet again: once every extension runs, take the end figures.
         await wait_until_ready(zot, 10)
         soak.stats.rss_end = rss_mib(soak.daemon_pid)
+        take_rss(soak, trio.current_time() - soak.load_began)
         soak.stats.fds_end = open_fds(soak.daemon_pid)
         soak.stats.dangling_end = dangling_pipes(soak.daemon_pid)
         soak.stats.final_states = {i.name: i.state for i in await zot.list_extensions()}

@@ -47,6 +47,9 @@ class LogFigures:
     unknown_panels: int = 0
     #: Frames dropped because an extension's stdin queue was full, by extension.
     queue_full: Counter[str] = field(default_factory=Counter)
+    #: ``stuck_echo`` calls the stuck extension read past their deadline: by
+    #: nonce, (when it read it, wall clock; whether it came soon after a stall).
+    late_calls: dict[str, tuple[float, bool]] = field(default_factory=dict)
 
 
 def read_logs(root: Path) -> LogFigures:
@@ -58,6 +61,12 @@ def read_logs(root: Path) -> LogFigures:
         for line in path.read_text("utf-8", "replace").splitlines():
             if line.startswith("CANCEL "):
                 figures.cancels[name] += 1
+            elif line.startswith("LATE-CALL "):
+                _, nonce, at, exempt = [*line.split(), "", "", ""][:4]
+                try:
+                    figures.late_calls[nonce] = (float(at), exempt == "1")
+                except ValueError:
+                    pass
             elif line.startswith("DROPPED "):
                 figures.dropped_work += 1
             elif line.startswith("UNKNOWN-PANEL "):
@@ -72,6 +81,10 @@ def read_logs(root: Path) -> LogFigures:
                 elif kind in ("hang", "late"):
                     figures.faults[f"{name}: {kind} (call never answered)"] += kind == "hang"
                     figures.faults[f"{name}: {kind} (answer after the deadline)"] += kind == "late"
+                elif kind == "stuck":
+                    figures.faults[f"{name}: stopped reading its stdin for 1-4 s"] += 1
+                elif kind == "late-registration":
+                    figures.faults[f"{name}: registrations after `ready` (bursts)"] += 1
                 elif kind == "grandchild":
                     figures.faults[f"{name}: grandchild left in its group"] += 1
                 else:

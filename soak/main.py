@@ -44,13 +44,18 @@ def parse_args(argv: list[str] | None = None, prog: str | None = None) -> tuple[
     parser.add_argument("--quick", action="store_true", help="a short run (under a minute)")
     parser.add_argument("--clients", type=int, help="client connections (default 40, quick 20)")
     parser.add_argument("--duration", type=float, help="seconds of load (default 180, quick 30)")
+    parser.add_argument("--minutes", type=float, help="minutes of load: --duration N*60")
     parser.add_argument("--seed", type=int, default=1, help="seed of the soak's choices")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
+    if args.minutes is not None:
+        if args.duration is not None:
+            parser.error("--minutes and --duration both say how long: give one of them")
+        args.duration = args.minutes * 60
     clients = args.clients or (20 if args.quick else 40)
-    duration = args.duration or (30.0 if args.quick else 180.0)
+    duration = (30.0 if args.quick else 180.0) if args.duration is None else args.duration
     if clients < 1 or duration <= 0:
-        parser.error("--clients and --duration must be positive")
+        parser.error("--clients and --duration (or --minutes) must be positive")
     return Plan(clients=clients, duration=duration, seed=args.seed, quick=args.quick), args.keep
 
 

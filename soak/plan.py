@@ -22,12 +22,34 @@ TOOLS = {
     "flood_echo": "flooder",
     "garbage_echo": "garbage",
     "progress_echo": "newer",
+    "stuck_echo": "stuck",
+    "late_echo": "latecomer",
 }
-EXTENSIONS = ("echo", "crasher", "hanger", "flooder", "garbage", "guard", "rewriter", "newer")
+EXTENSIONS = (
+    "echo",
+    "crasher",
+    "hanger",
+    "flooder",
+    "garbage",
+    "guard",
+    "rewriter",
+    "newer",
+    "stuck",
+    "latecomer",
+)
+#: The tools the latecomer registers after ``ready`` (``late_<i>``), besides ``late_echo``.
+LATE_PREFIX = "late_"
+
+
+def owner_of(tool: str) -> str | None:
+    """The extension that must answer ``tool`` (``None``: no soak tool)."""
+    return TOOLS.get(tool) or ("latecomer" if tool.startswith(LATE_PREFIX) else None)
+
+
 #: Who subscribes to which event (``emit_event`` may deliver to these only).
 SUBSCRIBERS = {
     "turn_start": {"echo", "flooder"},
-    "turn_end": {"echo"},
+    "turn_end": {"echo", "stuck"},
     "tool_call": {"guard"},
     "session_start": set(),
     "assistant_message": set(),
@@ -43,11 +65,27 @@ MISFIT = (
     "the arguments of tool 'echo' as rewritten by 'rewriter' do not fit its schema: "
     "$.nonce: expected a string, got an integer"
 )
+#: zotd's block when it could not check the rewritten arguments of ``echo``
+#: against its schema within the intercept's deadline (it fails closed).
+UNCHECKED = (
+    "the arguments of tool 'echo' as rewritten by 'rewriter' could not be checked "
+    "against its schema within the intercept's deadline"
+)
 #: The two ways a ``cancel`` is answered (``cancelled`` true, false).
 IN_FLIGHT = "the call was in flight: answered `cancelled`"
 ANSWERED_ALREADY = "the call had been answered already"
 #: What the newer extension's panels show below their lines.
 PANEL_FOOTER = "q: close"
+
+#: The fault of a client that stops reading (a row of the table).
+UNREAD = "client stopped reading for 1-4 s, with 40-120 requests"
+
+#: The largest padding of a ``stuck_echo`` call: the frames zotd may have
+#: written (or had in hand) before a stall stay small, so the bytes the
+#: stuck extension exempts after one (``--exempt``) are few.
+STUCK_PAD = 1024
+#: A ``stuck_echo`` frame is at most this long (the padding and the rest).
+STUCK_FRAME = STUCK_PAD + 512
 
 #: zotd.toml for the run: short deadlines so that waiting one out costs little.
 SETTINGS: dict[str, Any] = {
@@ -60,6 +98,10 @@ SETTINGS: dict[str, Any] = {
     "hello_timeout": 5.0,
     "max_frame_bytes": 65536,
     "extension_queue": 64,
+    # The byte bounds of issue 15, small enough that the non-reading clients
+    # (up to 120 replies of up to 40 KB each) pass the outbox's.
+    "extension_queue_bytes": 2 * 1024 * 1024,
+    "client_outbox_bytes": 1024 * 1024,
     "log_level": "info",
     # The figures are counted from the extension logs: no rotation mid-run.
     "max_log_bytes": 1 << 30,
@@ -88,7 +130,7 @@ PATIENCE = (0.05, 0.3)
 
 #: The requests clients make, and their shares (percent).
 MIX: dict[str, int] = {
-    **dict(zip(TOOLS, [18, 7, 5, 7, 8, 5], strict=True)),  # call_tool of each tool
+    **dict(zip(TOOLS, [13, 7, 5, 7, 8, 5, 3, 2], strict=True)),  # call_tool of each tool
     "give_up": 4,  # call_tool hang_echo, given up after PATIENCE
     "say": 8,  # invoke_command /say
     "panel": 4,  # invoke_command /panel, a size or a key, panel_close
@@ -114,4 +156,18 @@ class Plan:
     crash_every: float = 2.0
     signal_every: float = 2.5
     hangup_every: float = 0.7
+    #: A connection that stops reading its replies for a while.
+    unread_every: float = 5.0
+    unread_pause: tuple[float, float] = (1.0, 4.0)
+    unread_requests: tuple[int, int] = (40, 120)
+    unread_pad: tuple[int, int] = (1024, 40_000)
+    #: A burst of registrations after ``ready``: tools in a burst.
+    late_every: float = 6.0
+    late_tools: tuple[int, int] = (100, 300)
     quick: bool = False
+
+    @property
+    def rss_every(self) -> float:
+        """Seconds between the RSS samples of the table: 5 minutes, or a
+        twelfth of the load for shorter runs."""
+        return min(300.0, self.duration / 12)

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from typing import Any
 
 import trio
 
-from soak.plan import PATIENCE, SUBSCRIBERS, TOOLS
+from soak.plan import PATIENCE, STUCK_PAD, SUBSCRIBERS, owner_of
 from soak.state import Ended, Soak, check_extensions, describe
 from zotd.client import Client
 from zotd.protocol import agent as ap
@@ -19,22 +20,39 @@ from zotd.protocol import extension as ep
 
 
 async def call_tool(
-    soak: Soak, zot: Client, cid: int, rng: random.Random, tool: str, *, give_up: bool = False
-) -> None:
+    soak: Soak,
+    zot: Client,
+    cid: int,
+    rng: random.Random,
+    tool: str,
+    *,
+    give_up: bool = False,
+    pad: int | None = None,
+    kind: str = "",
+    wait: float = 0.0,
+) -> str:
     """Calls ``tool`` with a nonce; with ``give_up``, abandons the call (a
     cancel scope around it, which makes the client send ``cancel``) if it
-    has not ended within a fraction of a second."""
+    has not ended within a fraction of a second. ``pad`` chooses the
+    padding's length, ``kind`` the row of the table, ``wait`` is added to
+    the bound (a client that does not read for a while). Returns the outcome.
+
+    A call to ``stuck_echo`` carries ``sent`` (the wall clock) and its
+    ``timeout``: the stuck extension notes a call it reads after that; the
+    moment its ``timeout`` reply came is kept (``stats.stuck_timeouts``)."""
     nonce = soak.nonce(cid)
-    args: dict[str, Any] = {
-        "nonce": nonce,
-        "client": cid,
-        "pad": "x" * rng.choice([0, 0, 0, 16, 512, 4096]),
-    }
+    if pad is None:
+        pad = rng.choice([0, 0, 0, 16, 512, 4096])
+    timeout_s = rng.choice([None, None, None, 0.5, 1.0])
+    args: dict[str, Any] = {"nonce": nonce, "client": cid, "pad": "x" * pad}
     if tool == "progress_echo":
         args["steps"] = rng.randint(1, 4)
+    if tool == "stuck_echo":
+        args["pad"] = args["pad"][:STUCK_PAD]
+        args["sent"] = time.time()
+        args["timeout"] = timeout_s or soak.config.tool_timeout
     steps = args.get("steps", 0)
-    timeout_s = rng.choice([None, None, None, 0.5, 1.0])
-    owner = TOOLS[tool]
+    owner = owner_of(tool)
     progress: list[ap.ToolProgressPush] = []
 
     def check(r: ap.CallData) -> str | None:
@@ -61,14 +79,17 @@ async def call_tool(
         raise Ended("abandoned")
 
     _, outcome = await soak.ask(
-        f"call_tool {tool}" + (", given up" if give_up else ""),
+        kind or f"call_tool {tool}" + (", given up" if give_up else ""),
         impatient_call if give_up else call,
         check,
-        2 * (timeout_s or soak.config.tool_timeout),
+        2 * (timeout_s or soak.config.tool_timeout) + wait,
     )
     if outcome == "ok" and steps:
         soak.stats.progress[f"{tool}: answered after all of its progress"] += 1
+    if tool == "stuck_echo" and outcome == "timeout":
+        soak.stats.stuck_timeouts[nonce] = time.time()
     check_progress(soak, tool, nonce, steps, progress)
+    return outcome
 
 
 def check_progress(
@@ -78,7 +99,7 @@ def check_progress(
     ``<nonce> <i>/<steps>``, in order, from the tool's owner."""
     soak.stats.progress["tool_progress pushes received (on_progress)"] += len(progress)
     for i, p in enumerate(progress, 1):
-        want = (TOOLS[tool], tool, f"{nonce} {i}/{steps}", i, steps)
+        want = (owner_of(tool), tool, f"{nonce} {i}/{steps}", i, steps)
         got = (p.extension, p.tool, p.message, p.progress, p.total)
         if got != want:
             soak.stats.bad_pushes += 1
@@ -129,7 +150,7 @@ async def emit(soak: Soak, zot: Client, cid: int, rng: random.Random) -> None:
 async def list_tools(soak: Soak, zot: Client, cid: int, rng: random.Random) -> None:
     def check(tools: list[ap.ToolInfo]) -> str | None:
         names = [t.name for t in tools]
-        if len(set(names)) != len(names) or any(TOOLS.get(t.name) != t.extension for t in tools):
+        if len(set(names)) != len(names) or any(owner_of(t.name) != t.extension for t in tools):
             return f"tools {[(t.name, t.extension) for t in tools]}"
         return None
 

@@ -92,6 +92,14 @@ class Soak:
         (up to the quick bound) for the replies to the ``cancel`` requests
         its client sent and to the calls they gave up, then checks them.
         """
+        async with self.tapped(audit_cancels=audit_cancels) as (zot, _):
+            yield zot
+
+    @asynccontextmanager
+    async def tapped(
+        self, *, audit_cancels: bool = False
+    ) -> AsyncIterator[tuple[Client, TapStream]]:
+        """As :meth:`connection`, with the tap under the client (to stop reading, say)."""
         try:
             stream = await anyio.connect_unix(str(self.socket))
         except OSError as exc:
@@ -103,7 +111,7 @@ class Soak:
                 zot = Client(tap, max_frame_bytes=self.config.max_frame_bytes)
                 nursery.start_soon(zot.run)
                 try:
-                    yield zot
+                    yield zot, tap
                     if audit_cancels:
                         with trio.move_on_after(self.quick_bound):
                             await tap.settled()

@@ -8,7 +8,56 @@ from collections import Counter
 from soak.daemon import Ending
 from soak.figures import KindStats, Stats
 from soak.logs import NOTES, LogFigures
-from soak.plan import ANSWERED_ALREADY, CLEAN_ERRORS, IN_FLIGHT, LEAK_AFTER, Plan
+from soak.plan import ANSWERED_ALREADY, CLEAN_ERRORS, IN_FLIGHT, LEAK_AFTER, UNREAD, Plan
+
+#: A ``stuck_echo`` call the stuck extension read this long after its client
+#: got the ``timeout`` reply (and not soon after a stall) was written by zotd
+#: after it had given the call up: an abandoned call left in the queue.
+ABANDONED_AFTER = 0.5
+#: The RSS check applies to runs of this much load or more (shorter ones are
+#: mostly warm-up).
+PLATEAU_FROM = 600.0
+
+
+def abandoned_calls(stats: Stats, logs: LogFigures) -> list[str]:
+    """The ``stuck_echo`` calls zotd wrote to the stuck extension after
+    answering their ``timeout``: ``nonce (+seconds)``."""
+    found = []
+    for nonce, (at, exempt) in sorted(logs.late_calls.items()):
+        given_up = stats.stuck_timeouts.get(nonce)
+        if not exempt and given_up is not None and at > given_up + ABANDONED_AFTER:
+            found.append(f"{nonce} (+{at - given_up:.1f} s)")
+    return found
+
+
+def rss_levels_off(plan: Plan, stats: Stats) -> str | None:
+    """Why the daemon's RSS does not level off (``None`` if it does, or the run
+    is too short to tell): its growth over the second half of the load must be
+    at most half of its growth over the first half, or 1 MiB."""
+    samples = [s for s in stats.rss_samples[:-1] if s[0] <= plan.duration + 1]
+    if plan.duration < PLATEAU_FROM or len(samples) < 3:
+        return None
+    start, end = samples[0][1], samples[-1][1]
+    middle = min(samples, key=lambda s: abs(s[0] - plan.duration / 2))[1]
+    first, second = middle - start, end - middle
+    if second <= max(1.0, first / 2):
+        return None
+    return (
+        f"daemon RSS does not level off: +{first:.1f} MiB over the first half of the load, "
+        f"+{second:.1f} MiB over the second"
+    )
+
+
+def rss_table(plan: Plan, stats: Stats) -> list[str]:
+    """The RSS samples: minute, MiB, requests sent so far."""
+    every = plan.rss_every
+    head = f"{every / 60:g} min" if every >= 60 else f"{every:g} s"
+    out = [f"{'daemon RSS every ' + head:<30}{'minute':>8}{'MiB':>8}{'requests':>12}"]
+    last = len(stats.rss_samples) - 1
+    for i, (at, rss, sent) in enumerate(stats.rss_samples):
+        label = "  at the end, all ready again" if i == last and i else ""
+        out.append(f"{label:<30}{at / 60:8.2f}{rss:8.1f}{sent:12,}")
+    return out
 
 
 def render(
@@ -90,6 +139,25 @@ def render(
     row(f"  still open in newer {LEAK_AFTER:g} s after they closed", len(stats.leaked_panels))
     left = re.match(r"open (\d+):", stats.panels_left)
     row("  open in newer at the end (`/panels`)", left.group(1) if left else stats.panels_left)
+    row("stuck stdin (stuck: stalls of 1-4 s)", "")
+    row("  stuck_echo calls read after their deadline", len(logs.late_calls))
+    row("    soon after a stall (written before it)", sum(e for _, e in logs.late_calls.values()))
+    abandoned = abandoned_calls(stats, logs)
+    row(f"    written {ABANDONED_AFTER:g} s or more after their `timeout` reply", len(abandoned))
+    row("clients that stopped reading their replies", stats.injected[UNREAD])
+    for what, n in stats.unread.items():
+        row(f"  {what}", n)
+    row("registrations after `ready` (latecomer: /register)", "")
+    for what, n in stats.late.items():
+        row(f"  {what}", n)
+    for what, values, unit in (
+        ("  extension_state with all of a burst: after (s)", stats.late_push_waits, ".2f"),
+        ("  latecomer's pushes until then, per burst", stats.late_push_counts, "d"),
+    ):
+        if values:
+            ordered = sorted(values)
+            mid, top = ordered[len(ordered) // 2], ordered[-1]
+            row(f"{what}, median / most", f"{mid:{unit}} / {top:{unit}}")
     row("connections opened", stats.connections)
     waits = sorted(stats.hello_waits)
     if waits:
@@ -156,6 +224,8 @@ def render(
         cells = "".join(f"{c:>{w + 2}}" for c, w in zip(r[1:], widths[1:], strict=True))
         out.append(f"{r[0]:<{widths[0]}}{cells}")
     out.append(rule)
+    out += rss_table(plan, stats)
+    out.append(rule)
     if skipped:
         out.append("zotd.toml keys this zotd does not know (skipped): " + ", ".join(skipped))
 
@@ -180,8 +250,18 @@ def render(
             f"{len(stats.leaked_panels)} panels left open in newer after they closed; "
             f"at the end: {stats.panels_left}"
         )
+    if abandoned:
+        failures.append(
+            f"{len(abandoned)} stuck_echo calls written to the stuck extension after their "
+            "`timeout` reply (abandoned calls not withdrawn from its queue)"
+        )
+    flat = rss_levels_off(plan, stats)
+    if flat is not None:
+        failures.append(flat)
     for sample in stats.lost_samples:
         out.append(f"lost: {sample}")
+    for sample in abandoned[:20]:
+        out.append(f"abandoned call written: {sample}")
     for sample in stats.wrong_samples:
         out.append(f"wrong: {sample}")
     for o in ending.orphans:

@@ -57,8 +57,23 @@ class TapStream(anyio.abc.ByteStream):
         self.misordered: list[int | str | None] = []
         self._buf = b""
         self._arrived = trio.Event()
+        #: Set while the client reads; cleared by :meth:`hold`.
+        self._reading = trio.Event()
+        self._reading.set()
+        #: Bytes the client has written (all of them taken by the daemon's socket).
+        self.sent_bytes = 0
+
+    def hold(self) -> None:
+        """Stops reading: the client's reader waits until :meth:`release` (a
+        read already under way still returns what it gets)."""
+        self._reading = trio.Event()
+
+    def release(self) -> None:
+        """Reads again."""
+        self._reading.set()
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
+        await self._reading.wait()
         data = await self.inner.receive(max_bytes)
         *lines, self._buf = (self._buf + data).split(b"\n")
         for line in lines:
@@ -96,6 +111,7 @@ class TapStream(anyio.abc.ByteStream):
                     if frame.type == "cancel":
                         self.cancels[frame.id] = frame.request_id
         await self.inner.send(item)
+        self.sent_bytes += len(item)
 
     async def settled(self) -> None:
         """Returns once every ``cancel`` sent has its reply, and so has its call."""
