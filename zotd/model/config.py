@@ -120,7 +120,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     #: Bytes of replies and push frames that may wait for one client; past it
     #: the daemon stops reading that client's requests until it reads.
     client_outbox_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 8 * 1024 * 1024
-    #: A connection that has not sent ``hello`` by then is closed.
+    #: A connection without a successful ``hello`` by then is closed (after an
+    #: error frame; a ``hello`` being answered then is let finish).
     client_hello_timeout: Seconds = 5.0
     #: Bytes all connections together may hold in unfinished lines (a request
     #: not yet ended by a newline); past it, the connection that asks for
