@@ -260,3 +260,28 @@ async def test_an_oversized_line_being_dropped_holds_nothing() -> None:
                 steps = await collect(reader)
             assert [line for step in steps for line in step][-1] == b"ok"
             assert budget.used == 0
+
+
+async def test_frames_behind_a_write_the_peer_does_not_read_stay_withdrawable() -> None:
+    # The writer takes about WRITE_BATCH bytes at a time while keyed frames
+    # wait, not everything: those behind a blocked write can still be taken back.
+    with trio.fail_after(TIMEOUT):
+        async with open_pair("pipe") as (send, receive):
+            fill(send)
+            outbox = Outbox(send, limit=100)
+            big = [frame(100 * KIB, tag) for tag in (b"a", b"b", b"c")]
+            for i, f in enumerate(big):
+                assert outbox.put_nowait(f, alone=False, key=str(i)) is True
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outbox.run)
+                await trio.testing.wait_all_tasks_blocked()
+                assert outbox.blocked
+                assert outbox.withdraw("0") is False  # being written
+                assert outbox.withdraw("2") is True
+                assert outbox.withdraw("1") is True
+                data = bytearray()
+                while not data.endswith(big[0]):
+                    data += await receive.receive_some(1 << 16)
+                outbox.close()
+                data += await read_to_eof(receive)
+            assert b"b" not in data and b"c" not in data
