@@ -19,7 +19,7 @@ from ..client import Client, NotRunning, ZotdError, connect
 from ..model.config import Config, ConfigError, load_config
 from ..model.paths import Paths
 from .argv import Misplaced
-from .output import quiet_on_broken_pipe
+from .output import json_printable, printable, quiet_on_broken_pipe
 
 T = TypeVar("T")
 
@@ -71,8 +71,9 @@ def token_for(explicit: str | None, config: Config) -> str | None:
 
 
 def die(message: str, code: int = 1) -> NoReturn:
-    """Prints ``message`` to stderr and exits."""
-    print(message, file=sys.stderr)
+    """Prints ``message`` to stderr and exits; what it quotes of an extension
+    (an error it reported, a manifest's field) is escaped (:func:`.output.printable`)."""
+    print(printable(message, multiline=True), file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -85,8 +86,9 @@ def run_async(fn: Callable[[], Awaitable[T]]) -> T:
 
 
 def print_json(value: Any) -> None:
-    """Prints a value (Structs included) as one line of JSON."""
-    print(msgspec.json.encode(value).decode())
+    """Prints a value (Structs included) as one line of JSON (C1 and bidi
+    controls in strings as ``\\u`` escapes: :func:`.output.json_printable`)."""
+    print(json_printable(msgspec.json.encode(value).decode()))
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None) -> str:

@@ -21,6 +21,7 @@ from . import ext_logs
 from .common import Options, Where, die, print_json, settings, with_client
 from .ext_view import describe, offline_info, print_list
 from .local import find_local, local, workspace_of
+from .output import printable
 
 app = App(
     name="ext",
@@ -97,7 +98,7 @@ def install(
                 state = f"hidden here by the {ext.scope} one in {ext.dir}"
             else:
                 state = describe(ext)
-            print(f"installed {res.name} ({res.scope}) in {res.dir}: {state}")
+            print(printable(f"installed {res.name} ({res.scope}) in {res.dir}: {state}"))
         # Installed disabled (its manifest says so) is as asked.
         asked = ext is not None and ext.dir == res.dir and ext.state != "disabled"
         return 1 if asked and ext is not None and not working(ext) else 0
@@ -116,10 +117,14 @@ def install(
         if o.json:
             print_json(offline_info(found))
         elif found.error:
-            print(f"installed {found.name} ({found.scope}) in {found.dir}, but it cannot start:")
-            print(f"  {found.error}", file=sys.stderr)
+            print(
+                printable(
+                    f"installed {found.name} ({found.scope}) in {found.dir}, but it cannot start:"
+                )
+            )
+            print(printable(f"  {found.error}"), file=sys.stderr)
         else:
-            print(f"installed {found.name} ({found.scope}) in {found.dir}; {OFFLINE}")
+            print(printable(f"installed {found.name} ({found.scope}) in {found.dir}; {OFFLINE}"))
         return 1 if found.error else 0
 
     return with_client(o, where, live, offline)
@@ -148,7 +153,7 @@ def _confirm(name: str, directory: str) -> None:
             code=2,
         )
     try:
-        answer = input(f"Remove extension {name} ({directory})? [y/N] ").strip().lower()
+        answer = input(printable(f"Remove extension {name} ({directory})? [y/N] ")).strip().lower()
     except EOFError:  # Ctrl+D: no
         answer = ""
         print()
@@ -181,9 +186,13 @@ def remove(
         if o.json:
             print_json(res)
         else:
-            print(f"removed {res.name} ({res.dir})")
+            print(printable(f"removed {res.name} ({res.dir})"))
             if res.extension is not None:
-                print(f"{name} is now the {res.extension.scope} one: {describe(res.extension)}")
+                print(
+                    printable(
+                        f"{name} is now the {res.extension.scope} one: {describe(res.extension)}"
+                    )
+                )
         return 0
 
     def offline() -> int:
@@ -198,7 +207,7 @@ def remove(
         if o.json:
             print_json(offline_info(found))
         else:
-            print(f"removed {name} ({found.dir}); {OFFLINE}")
+            print(printable(f"removed {name} ({found.dir}); {OFFLINE}"))
         return 0
 
     return with_client(o, where, live, offline)
@@ -215,11 +224,11 @@ def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | 
         else:
             ext = res.extension
             if ext is None:
-                print(f"{verb} {name} (not in this workspace)")
+                print(printable(f"{verb} {name} (not in this workspace)"))
             elif ext.state == "disabled":
-                print(f"{verb} {name}: stopped")
+                print(printable(f"{verb} {name}: stopped"))
             else:
-                print(f"{verb} {name}: {describe(ext)}")
+                print(printable(f"{verb} {name}: {describe(ext)}"))
         ext = res.extension
         return 1 if enabled and ext is not None and not working(ext) else 0
 
@@ -237,7 +246,7 @@ def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | 
         if o.json:
             print_json(offline_info(manage.find(name, local(o, where)[0])))
         else:
-            print(f"{verb} {name}; {OFFLINE}")
+            print(printable(f"{verb} {name}; {OFFLINE}"))
         return 0
 
     return with_client(o, where, live, offline)
@@ -283,7 +292,7 @@ def reload(
             print_json(infos)
         else:
             for i in infos:
-                print(f"reloaded {i.name}: {describe(i)}")
+                print(printable(f"reloaded {i.name}: {describe(i)}"))
             if not infos:
                 print("nothing to reload: no extensions here")
         # Reloading everything, an untrusted or disabled one was not asked for by name.
@@ -310,9 +319,9 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
         if o.json:
             print_json(names)
         elif not names and not broken:
-            print(f"no project-local extensions in {workspace_of(o)}")
+            print(printable(f"no project-local extensions in {workspace_of(o)}"))
         elif names:
-            print(f"trusted {', '.join(names)} in {workspace_of(o)}{note}")
+            print(printable(f"trusted {', '.join(names)} in {workspace_of(o)}{note}"))
         return 1 if broken else 0
 
     async def live(zot: Client) -> int:
@@ -322,7 +331,7 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
         project = [i for i in await zot.list_extensions() if i.scope == "project"]
         if not o.json:
             for i in project:
-                print(f"{i.name}: {describe(i)}")
+                print(printable(f"{i.name}: {describe(i)}"))
         return report(trusted, "", [i.name for i in project if not working(i)])
 
     def offline() -> int:
@@ -330,7 +339,7 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
         project = [f for f in local(o, where)[0] if f.scope == "project"]
         broken = [f for f in project if f.error]
         for f in broken:
-            print(f"{f.name} cannot start: {f.error}", file=sys.stderr)
+            print(printable(f"{f.name} cannot start: {f.error}"), file=sys.stderr)
         names = trust.trust(paths.home, workspace_of(o), [f for f in project if not f.error])
         return report(names, f"; {OFFLINE}", [f.name for f in broken])
 

@@ -3,7 +3,8 @@
 It reads the file itself, so it works whether or not zotd runs. With
 ``--json`` each line is one JSON object, ``{"extension", "path", "line"}``,
 also while following; the lines are the file's, decoded as UTF-8 (bytes that
-are not are replaced).
+are not are replaced). As text, control characters in them show as escapes
+(:func:`.output.printable`: an extension's stderr cannot drive the terminal).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from cyclopts import Parameter
 
 from .common import Options, Where, die, print_json, settings
 from .local import find_local
+from .output import printable
 
 #: How often ``-f`` looks for more.
 FOLLOW_INTERVAL = 0.2
@@ -55,14 +57,14 @@ def logs(
     if not path.exists():
         find_local(o, where, name)  # an unknown name: says which there are
         if not follow:
-            print(f"no log yet for {name} ({path})", file=sys.stderr)
+            print(printable(f"no log yet for {name} ({path})"), file=sys.stderr)
             return 0
 
     def emit(line: str) -> None:
         if o.json:
             print_json({"extension": name, "path": str(path), "line": line})
         else:
-            print(line)
+            print(printable(line, multiline=True))
 
     found, offset = tail_lines(path, lines)
     for line in found:
@@ -85,7 +87,11 @@ def tail_lines(path: Path, lines: int) -> tuple[list[str], int]:
             data = f.read(size - f.tell())
     except FileNotFoundError:
         return [], 0
-    text = data.decode("utf-8", "replace").splitlines()
+    # Lines end at newlines only, as when following: a CR or U+0085 is part of
+    # a line (and shows as an escape), not the end of one.
+    text = data.decode("utf-8", "replace").split("\n")
+    if text[-1] == "":
+        text.pop()
     return (text[-lines:] if lines else []), size
 
 

@@ -71,6 +71,18 @@ def printable(text: str, *, multiline: bool = False) -> str:
     return text.translate(_ONE_LINE)
 
 
+#: What JSON leaves as it is but a terminal may act on: the C1 and bidi
+#: controls, the separators, lone surrogates (JSON escapes the C0 ones itself).
+_JSON_UNSAFE = str.maketrans({c: f"\\u{c:04x}" for c in _UNPRINTABLE if c >= 0x7F})
+
+
+def json_printable(encoded: str) -> str:
+    """Encoded JSON with the characters a terminal may act on written as
+    ``\\u`` escapes: the same JSON value, byte for byte safe to print. (They
+    can only be inside strings, as JSON's own syntax is ASCII.)"""
+    return encoded.translate(_JSON_UNSAFE)
+
+
 def duration(seconds: float) -> str:
     """``45 s``, ``3 min``, ``2 h 5 min``, ``3 d 4 h``: the two largest units."""
     s = max(0, int(seconds))

@@ -2,7 +2,9 @@
 
 ``zot commands``, ``zot tools``, ``zot run /NAME [ARGS]``, ``zot call TOOL
 '{json}'``, ``zot events``. Each prints readable text, or JSON with ``--json``.
-They talk to the daemon only through :mod:`zotd.client`.
+They talk to the daemon only through :mod:`zotd.client`. What extensions
+sent (names, descriptions, output, notes) is printed through
+:func:`.output.printable`, so that it cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .common import (
     token_for,
     with_client,
 )
-from .output import Progress
+from .output import Progress, printable
 
 app = App(
     name="zot",
@@ -71,7 +73,7 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
         if not found:
             print("no commands (no extension registered one)")
         else:
-            print(table([(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
+            print(table([_cells(f"/{c.name}", c.description, f"({c.extension})") for c in found]))
         _print_hidden(reply.shadowed, "/")
         return 0
 
@@ -96,21 +98,24 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
         if not found:
             print("no tools (no extension registered one)")
         else:
-            print(table([(t.name, t.description, f"({t.extension})") for t in found]))
+            print(table([_cells(t.name, t.description, f"({t.extension})") for t in found]))
         _print_hidden(reply.shadowed, "")
         return 0
 
     return with_client(o, where, body)
 
 
+def _cells(*cells: str) -> list[str]:
+    """A table row of what extensions registered, each cell on one line, escaped."""
+    return [printable(c) for c in cells]
+
+
 def _print_hidden(shadowed: list[ap.ShadowedInfo], prefix: str) -> None:
     """The registrations the reply says lost their name, on stderr:
     ``hidden: /x of b (a holds it: why)``."""
     for s in sorted(shadowed, key=lambda s: (s.name, s.extension)):
-        print(
-            f"hidden: {prefix}{s.name} of {s.extension} ({s.held_by} holds it: {s.reason})",
-            file=sys.stderr,
-        )
+        line = f"hidden: {prefix}{s.name} of {s.extension} ({s.held_by} holds it: {s.reason})"
+        print(printable(line), file=sys.stderr)
 
 
 @app.command
@@ -150,33 +155,45 @@ def run(
         if o.json:
             print_json(res)
         else:
-            if res.action == "prompt":
-                print(f"[{res.extension}] prompt: {res.prompt}")
-            elif res.action == "insert":
-                print(f"[{res.extension}] insert: {res.insert}")
-            elif res.action == "display":
-                print(res.display)
-            elif not res.error and res.open_panel is None:
-                print(f"[{res.extension}] done (nothing to show)")
-            if res.open_panel is not None:
-                # A one-shot command cannot drive a panel: show it as it opened
-                # (it closes when this connection does).
-                panel = res.open_panel
-                print(f"[{res.extension}] {panel.title or panel.id}")
-                for line in panel.lines:
-                    print(f"  {line}")
-                if panel.footer:
-                    print(f"  {panel.footer}")
-            if res.error:
-                print(f"[{res.extension}] error: {res.error}", file=sys.stderr)
+            _print_result(res)
         return 1 if res.error else 0
 
     return with_client(o, where, body)
 
 
+def _print_result(res: ap.InvokeData) -> None:
+    """A command's answer as text: the prompt, insert and display text keep
+    their lines (escaped otherwise); names, titles and panel lines are one line each."""
+    ext = printable(res.extension)
+    if res.action == "prompt":
+        print(f"[{ext}] prompt: {printable(res.prompt or '', multiline=True)}")
+    elif res.action == "insert":
+        print(f"[{ext}] insert: {printable(res.insert or '', multiline=True)}")
+    elif res.action == "display":
+        print(printable(res.display or "", multiline=True))
+    elif not res.error and res.open_panel is None:
+        print(f"[{ext}] done (nothing to show)")
+    if res.open_panel is not None:
+        # A one-shot command cannot drive a panel: show it as it opened
+        # (it closes when this connection does).
+        panel = res.open_panel
+        print(f"[{ext}] {printable(panel.title or panel.id)}")
+        for line in panel.lines:
+            print(f"  {printable(line)}")
+        if panel.footer:
+            print(f"  {printable(panel.footer)}")
+    if res.error:
+        print(f"[{ext}] error: {printable(res.error, multiline=True)}", file=sys.stderr)
+
+
+def _note_line(frame: ap.NotifyPush) -> str:
+    """``[ext] level: message``, one line however many the message had."""
+    return printable(f"[{frame.extension}] {frame.level}: {frame.message}")
+
+
 def _note(frame: ap.Push) -> None:
     if isinstance(frame, ap.NotifyPush):
-        print(f"[{frame.extension}] {frame.level}: {frame.message}", file=sys.stderr)
+        print(_note_line(frame), file=sys.stderr)
 
 
 async def _print_notes(zot: Client) -> None:
@@ -247,15 +264,16 @@ def call(
 
 
 def _describe_block(block: Any) -> str:
+    """A content block as text to print (escaped: :func:`.output.printable`)."""
     if isinstance(block, TextBlock):
-        return block.text
+        return printable(block.text, multiline=True)
     if isinstance(block, ImageBlock):
         try:
             size = f"{len(base64.b64decode(block.data, validate=True))} bytes"
         except (binascii.Error, ValueError):
             size = "invalid base64"
-        return f"[image {block.mime_type}, {size}]"
-    return str(block)
+        return printable(f"[image {block.mime_type}, {size}]")
+    return printable(str(block), multiline=True)
 
 
 @app.command
@@ -271,13 +289,12 @@ def events(*, opts: Options | None = None, where: Where | None = None) -> int:
             if o.json:
                 print_json(frame)
             elif isinstance(frame, ap.NotifyPush):
-                print(f"[{frame.extension}] {frame.level}: {frame.message}")
+                print(_note_line(frame))
             elif isinstance(frame, ap.ExtensionStatePush):
                 names = [f"/{c.name}" for c in frame.commands] + [t.name for t in frame.tools]
                 detail = f" ({frame.error})" if frame.error else ""
-                print(
-                    f"[{frame.extension}] {frame.state}{detail}: {' '.join(names) or 'nothing registered'}"
-                )
+                what = " ".join(names) or "nothing registered"
+                print(printable(f"[{frame.extension}] {frame.state}{detail}: {what}"))
             sys.stdout.flush()
         print("zotd closed the connection", file=sys.stderr)
         return 1
