@@ -120,16 +120,21 @@ class Calls:
         outbox, rid = self._next_request()
         slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply)
         self.pending.add(rid, slot)
+        put = False
         try:
             try:
                 await outbox.put(make(rid), alone=len(self.pending) == 1, key=rid)
+                put = True
             except trio.BrokenResourceError:
                 raise extension_failed(
                     f"extension {self._ext.name!r} stopped reading its stdin"
                 ) from None
             return await slot.wait()
         finally:
-            self.withdraw(rid)
+            if put:
+                self.withdraw(rid)
+            else:  # given up while waiting for room: the extension knows nothing of it
+                self.pending.pop(rid)
 
     def ask(
         self,
