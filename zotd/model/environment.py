@@ -36,6 +36,11 @@ ALLOWED = frozenset(
 #: Variables passed through by prefix.
 ALLOWED_PREFIXES = ("LC_", "XDG_")
 
+#: Set by the daemon for every extension process it starts (``<daemon>.<n>``,
+#: unique to that process): what it starts inherits it, whatever session it
+#: moves to, so the watchdog can find and kill it (zotd/runtime/watchdog.py).
+INSTANCE = "ZOTD_INSTANCE"
+
 
 def extension_env(
     daemon_env: Mapping[str, str], manifest: Manifest | None, zot_home: str

@@ -9,7 +9,11 @@ Linux.
 
 No orphans: on Linux every child gets a parent-death signal (SIGKILL), and
 :class:`Watchdog` keeps a small process beside the daemon that kills every
-extension's process group once the daemon is gone, however it died.
+extension's process group once the daemon is gone, however it died. It also
+marks each extension's environment (``ZOTD_INSTANCE``), which whatever the
+extension starts inherits: on Linux the watchdog kills the marked processes
+that left the group (``setsid``, a double fork) when their extension has
+exited, at shutdown, and when the daemon is killed.
 
 Every extension runs in its own session and process group (pgid == pid), so
 a terminal's Ctrl+C reaches only the daemon, and signals go to the whole
@@ -19,8 +23,10 @@ group: wrappers such as ``sh -c`` or ``npx`` take their children with them.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -30,7 +36,12 @@ from typing import Protocol
 
 import trio
 
+from ..model.environment import INSTANCE
+
 log = logging.getLogger(__name__)
+
+#: How long the daemon waits for the watchdog's last sweep at exit.
+WATCHDOG_EXIT_TIMEOUT = 10.0
 
 
 class Process(Protocol):
@@ -202,13 +213,19 @@ class Watchdog:
 
     It starts the watchdog process and registers each extension's process
     group with it, so that the groups end even if the daemon is killed with
-    SIGKILL. :meth:`close` at exit, once every extension is stopped: the
-    watchdog then sees end of file with nothing left to kill, and exits.
+    SIGKILL; and it sets ``ZOTD_INSTANCE=<id>.<n>`` in the n-th extension's
+    environment (over anything the manifest says), so that the watchdog can
+    find what the extension started outside its group. :meth:`close` at
+    exit, once every extension is stopped: the watchdog then sees end of
+    file, kills whatever still carries this daemon's mark, and exits.
     """
 
     def __init__(self) -> None:
+        #: This daemon's mark: unique to it, on this machine and over time.
+        self.instance = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self._numbers = itertools.count(1)
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", "zotd.runtime.watchdog"],
+            [sys.executable, "-m", "zotd.runtime.watchdog", f"{INSTANCE}={self.instance}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -219,8 +236,10 @@ class Watchdog:
     def __call__(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stderr: int
     ) -> ChildProcess:
-        child = spawn(argv, cwd=cwd, env=env, stderr=stderr, on_reaped=self._forget)
-        self._tell(f"+{child.pid}\n")
+        number = next(self._numbers)
+        marked = {**env, INSTANCE: f"{self.instance}.{number}"}
+        child = spawn(argv, cwd=cwd, env=marked, stderr=stderr, on_reaped=self._forget)
+        self._tell(f"+{child.pid} {number}\n")
         return child
 
     def _forget(self, pgid: int) -> None:
@@ -238,14 +257,16 @@ class Watchdog:
             self._process = None
 
     def close(self) -> None:
-        """Lets the watchdog exit, and reaps it."""
+        """Lets the watchdog sweep and exit, and reaps it (killed if its
+        sweep takes more than :data:`WATCHDOG_EXIT_TIMEOUT`)."""
         process, self._process = self._process, None
         if process is None:
             return
         if process.stdin is not None:
             process.stdin.close()
         try:
-            process.wait(timeout=2)
+            process.wait(timeout=WATCHDOG_EXIT_TIMEOUT)
         except subprocess.TimeoutExpired:
+            log.warning("the watchdog's last sweep took too long; some processes may be left")
             process.kill()
             process.wait()

@@ -1,44 +1,102 @@
 """A small process that outlives the daemon just long enough to end its extensions.
 
-Run as ``python -m zotd.runtime.watchdog``, started by the daemon with a pipe on its
-stdin. The daemon writes ``+PGID`` when it starts an extension and ``-PGID``
-when that extension's process group is gone. When the pipe reaches end of
-file, the daemon has exited, however it died (SIGKILL and crashes
-included): the watchdog SIGKILLs every process group still listed, then
-exits. On Linux each extension also gets a parent-death signal, which ends
-the group's leader at once; the watchdog is what ends the rest of the group,
-and the only mechanism on platforms without parent-death signals (macOS).
+Run as ``python -m zotd.runtime.watchdog MARK``, started by the daemon with a
+pipe on its stdin. ``MARK`` is ``ZOTD_INSTANCE=<id>``: the daemon sets
+``ZOTD_INSTANCE=<id>.<n>`` in the environment of its n-th extension process,
+and every process that extension starts inherits it, whatever process group
+or session it moves to (``setsid``, a double fork).
+
+The daemon writes ``+PGID N`` when it starts extension number N (its process
+group is PGID) and ``-PGID`` when that extension is gone; the watchdog then
+kills every process still marked ``<id>.N`` (the ones that left the group).
+When the pipe reaches end of file, the daemon has exited, however it died
+(SIGKILL and crashes included): the watchdog SIGKILLs every process group
+still listed and every process marked ``<id>.*``, then exits. On Linux each
+extension also gets a parent-death signal, which ends the group's leader at
+once.
+
+Marked processes are found in ``/proc/<pid>/environ`` (Linux). Elsewhere
+(macOS) there is no such file: only the process groups are killed, and a
+grandchild that left its group (``setsid``) outlives the daemon. A process
+that clears its environment, or runs a set-uid program, is not found either.
 
 Deliberately tiny, with no imports from the rest of zotd, so it starts fast.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
+
+#: Rounds of the sweep at most: it repeats until a round finds nobody (a
+#: marked process may fork while it is being killed).
+SWEEP_ROUNDS = 200
 
 
 def main() -> None:
     """Tracks process groups from stdin until EOF, then kills what is left."""
     # Signals aimed at the daemon's terminal or group are not for us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    groups: set[int] = set()
+    mark = sys.argv[1].encode() if len(sys.argv) > 1 else b""
+    groups: dict[int, bytes] = {}
     for line in sys.stdin.buffer:
-        text = line.strip()
+        op, _, rest = line.strip().partition(b" ")
         try:
-            pgid = int(text[1:])
+            pgid = int(op[1:])
         except ValueError:
             continue
-        if text.startswith(b"+"):
-            groups.add(pgid)
-        elif text.startswith(b"-"):
-            groups.discard(pgid)
+        if op.startswith(b"+"):
+            groups[pgid] = rest
+        elif op.startswith(b"-"):
+            number = groups.pop(pgid, b"")
+            if mark and number:
+                sweep((mark + b"." + number).__eq__)
     for pgid in groups:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+    if mark:
+        sweep(lambda value: value.startswith(mark + b"."))
+
+
+def sweep(marked: Callable[[bytes], bool]) -> None:
+    """SIGKILLs every process with an environment entry ``marked`` accepts,
+    round after round until a round finds none (Linux; elsewhere nothing)."""
+    if not os.path.isdir("/proc/self"):
+        return
+    for _ in range(SWEEP_ROUNDS):
+        if not _kill_marked(marked):
+            return
+        time.sleep(0.01)
+
+
+def _kill_marked(marked: Callable[[bytes], bool]) -> int:
+    """One round of :func:`sweep`; returns how many processes it signalled."""
+    killed = 0
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        # The pidfd first: the pid checked is the pid signalled, never a
+        # stranger that took the number in between.
+        try:
+            pidfd = os.pidfd_open(int(name))
+        except OSError:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+            if any(marked(entry) for entry in environ.split(b"\0")):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                killed += 1
+        except OSError:
+            pass  # gone, or not ours to read
+        finally:
+            os.close(pidfd)
+    return killed
 
 
 if __name__ == "__main__":
