@@ -784,6 +784,8 @@ async def test_extensions_get_an_allowlisted_environment(
     assert isinstance(result.content[0], TextBlock)
     env = json.loads(result.content[0].text)
     env.pop("LC_CTYPE", None)  # some Pythons set it at startup
+    # The watchdog's mark, unique to this process (zotd/runtime/watchdog.py).
+    assert re.fullmatch(r"\d+-[0-9a-f]{16}\.\d+", env.pop("ZOTD_INSTANCE"))
     assert env == {
         # zotd's own interpreter first, so that `"exec": "python3"` finds zotd.sdk.
         "PATH": with_own_python({"PATH": os.environ["PATH"]})["PATH"],
