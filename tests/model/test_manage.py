@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import add_extension
 from zotd.model import manage
-from zotd.model.manifest import Found
+from zotd.model.manifest import Found, load, read_manifest
 
 
 def test_install_copies_and_loads(tmp_path: Path) -> None:
@@ -205,3 +209,115 @@ def test_scope_root(tmp_path: Path) -> None:
     )
     with pytest.raises(manage.ManageError, match="scope must be 'global' or 'project'"):
         manage.scope_root("everywhere", workspace=tmp_path, global_dir=tmp_path)
+
+
+# --- staging directories left by killed installs -------------------------------------------
+
+
+def _staging_of_a_dead_process(dest: Path) -> Path:
+    """A staging directory made by :func:`manage.make_staging` in a process that
+    then died without cleaning up, as a SIGKILLed install leaves it."""
+    code = (
+        "import sys; from pathlib import Path; from zotd.model import manage; "
+        "s = manage.make_staging(Path(sys.argv[1])); (s / 'tree').mkdir(); "
+        "(s / 'tree' / 'half.txt').write_text('half'); print(s)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(dest)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return Path(out.stdout.strip())
+
+
+def test_the_next_install_removes_staging_left_by_a_dead_installer(tmp_path: Path) -> None:
+    dest = tmp_path / "exts"
+    manage.install(str(add_extension(tmp_path / "src", "mine")), dest, "global")
+    left = _staging_of_a_dead_process(dest)
+    assert left.name.startswith(manage.STAGING_PREFIX) and left.is_dir()
+    manage.install(str(add_extension(tmp_path / "src", "next")), dest, "global")
+    assert sorted(p.name for p in dest.iterdir()) == ["mine", "next"]
+    assert json.loads((dest / "mine" / "extension.json").read_text())["name"] == "mine"
+
+
+def test_only_staging_nobody_uses_is_removed(tmp_path: Path) -> None:
+    dest = tmp_path / "exts"
+    dest.mkdir()
+    dead = _staging_of_a_dead_process(dest)
+    ours = manage.make_staging(dest)  # this process is alive: an install in progress
+    old = manage.make_staging(dest)
+    day_ago = time.time() - manage.STALE_STAGING_AGE - 60
+    os.utime(old, (day_ago, day_ago))  # older than any install takes
+    nameless = dest / ".install-abcdefgh"  # no pid in the name, recent: kept
+    nameless.mkdir()
+    other = dest / ".hidden-by-the-user"
+    other.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (target / "precious").write_text("x")
+    link = dest / ".install-1-link"  # a link is never followed nor removed
+    link.symlink_to(target)
+    assert sorted(manage.remove_stale_staging(dest)) == sorted([dead, old])
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        [ours.name, nameless.name, other.name, link.name]
+    )
+    assert (target / "precious").read_text() == "x"
+    assert manage.remove_stale_staging(tmp_path / "missing") == []
+
+
+# --- concurrent enable/disable -------------------------------------------------------------
+
+
+def test_concurrent_toggles_never_fail_and_readers_see_whole_manifests(tmp_path: Path) -> None:
+    """100 enable/disable at once on one extension (as 100 clients would ask a
+    daemon, or 100 `zot ext` without one) while readers keep decoding it."""
+    directory = add_extension(tmp_path / "exts", "busy", manifest={"description": "x" * 60_000})
+    (directory / "extension.json").chmod(0o644)
+    found = load(directory, "global")
+    start = threading.Barrier(100 + 4)
+    toggling = threading.Event()
+    errors: list[BaseException] = []
+    reads: list[int] = []
+
+    def toggle(i: int) -> None:
+        try:
+            start.wait(timeout=30)
+            manage.set_enabled(found, i % 2 == 0)
+        except BaseException as exc:  # every failure is the finding
+            errors.append(exc)
+
+    def read() -> None:
+        start.wait(timeout=30)
+        n = 0
+        while not toggling.is_set() or n == 0:
+            try:
+                data = json.loads((directory / "extension.json").read_text())
+                assert data["name"] == "busy" and isinstance(data.get("enabled", True), bool)
+                assert data["description"] == "x" * 60_000
+            except BaseException as exc:
+                errors.append(exc)
+                return
+            n += 1
+        reads.append(n)
+
+    workers = [threading.Thread(target=toggle, args=(i,)) for i in range(100)]
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often, as processes on many cores would
+    try:
+        for t in workers + readers:
+            t.start()
+        for t in workers:
+            t.join(timeout=60)
+        toggling.set()
+        for t in readers:
+            t.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(reads) == 4
+    assert [p.name for p in directory.iterdir()] == ["extension.json"]  # no temporary left
+    assert (directory / "extension.json").stat().st_mode & 0o777 == 0o644
+    assert isinstance(read_manifest(directory).enabled, bool)

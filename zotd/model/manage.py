@@ -5,9 +5,17 @@ whether or not zotd runs; when it runs, the daemon calls the same functions
 (in a worker thread) and then applies the change live.
 
 Every change is all or nothing: an install is staged in a hidden directory
-beside its destination (discovery skips names starting with ``.``) and
-renamed into place only once its manifest checks out; a manifest is
-rewritten through a temporary file and ``os.replace``.
+beside its destination, ``.install-<pid>-<random>`` (discovery skips names
+starting with ``.``), and renamed into place only once its manifest checks
+out; a manifest is rewritten through a temporary file of its writer's own
+(``mkstemp``), synced, then ``os.replace``-d over it, so that concurrent
+writers never share one and a reader sees the old manifest or the new one,
+whole.
+
+A staging directory outlives its install only if the installing process was
+killed. :func:`remove_stale_staging` removes such leftovers (the daemon at
+start, every install first): those whose owner pid is not alive, and any
+older than :data:`STALE_STAGING_AGE` (a pid reused since, a name without one).
 """
 
 from __future__ import annotations
@@ -16,14 +24,24 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from .manifest import MANIFEST, Found, ManifestError, discover, load, project_dir, read_manifest
 
 #: How long a ``git clone`` may take.
 CLONE_TIMEOUT = 300.0
+
+#: How a staging directory's name starts (hidden: discovery skips it).
+STAGING_PREFIX = ".install-"
+#: Past this age (seconds since its last change) a staging directory is a
+#: leftover whoever owns its pid now: no install takes a day.
+STALE_STAGING_AGE = 24 * 3600.0
+
+_STAGING_PID = re.compile(rf"^{re.escape(STAGING_PREFIX)}(\d+)-")
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SCP = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@host:owner/repo.git
@@ -76,7 +94,8 @@ def install(source: str, dest_root: Path, scope: str) -> Found:
             already installed. Nothing is left behind.
     """
     dest_root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".install-", dir=dest_root))
+    remove_stale_staging(dest_root)
+    staging = make_staging(dest_root)
     try:
         tree = staging / "tree"
         if is_git_source(source):
@@ -103,6 +122,67 @@ def install(source: str, dest_root: Path, scope: str) -> Found:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return load(target, scope)
+
+
+def make_staging(dest_root: Path) -> Path:
+    """A new, empty staging directory in ``dest_root``, named for this process:
+    ``.install-<pid>-<random>``."""
+    return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=dest_root))
+
+
+def is_stale_staging(path: Path, *, now: float | None = None) -> bool:
+    """Whether ``path`` is a staging directory no install is using: its owner
+    pid is not alive, or it is older than :data:`STALE_STAGING_AGE`.
+
+    A symbolic link, a file, or a name not starting with
+    :data:`STAGING_PREFIX` is never one.
+    """
+    if not path.name.startswith(STAGING_PREFIX):
+        return False
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if (now if now is not None else time.time()) - st.st_mtime > STALE_STAGING_AGE:
+        return True
+    match = _STAGING_PID.match(path.name)
+    return match is not None and not _alive(int(match[1]))
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a pid this code wrote: leave it to the age rule
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process (EPERM): alive
+    try:  # a zombie (killed, not reaped yet) installs nothing more
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b") ", 1)[-1][:1] != b"Z"
+    except OSError:
+        return True  # no /proc (macOS): os.kill said it exists
+
+
+def remove_stale_staging(root: Path) -> list[Path]:
+    """Deletes the stale staging directories in ``root`` (see
+    :func:`is_stale_staging`); returns them. Nothing else is touched; what
+    cannot be deleted stays (the next attempt tries again)."""
+    try:
+        entries = list(root.iterdir())
+    except OSError:  # no such directory yet, say
+        return []
+    now = time.time()
+    removed = []
+    for path in entries:
+        if is_stale_staging(path, now=now):
+            shutil.rmtree(path, ignore_errors=True)
+            if not path.exists():
+                removed.append(path)
+    return removed
 
 
 def _copy(source: str, tree: Path) -> None:
@@ -177,13 +257,54 @@ def set_enabled(found: Found, enabled: bool) -> None:
         raise ManageError(f"{path} is not a JSON object")
     data["enabled"] = enabled
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    tmp = path.with_name(f".{MANIFEST}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_file(path, text.encode("utf-8"))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise ManageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replaces ``path`` with ``data`` atomically: written to a temporary file
+    of this call's own in the same directory (same mode as ``path``), synced,
+    then renamed over it. Concurrent callers never share a temporary file,
+    and a reader sees the old content or the new, whole.
+
+    Raises:
+        OSError: it cannot be written; ``path`` is as it was, no temporary left.
+    """
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            try:
+                os.fchmod(f.fileno(), stat.S_IMODE(path.stat().st_mode))
+            except FileNotFoundError:
+                pass  # a new file: mkstemp's 0600 then
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(name, path)
+    except BaseException:
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+        raise
+    _sync_dir(path.parent)
+
+
+def _sync_dir(directory: Path) -> None:
+    # The rename is durable once the directory is synced (best effort: not
+    # every system lets a directory be opened so).
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def scope_root(scope: str, *, workspace: Path | None, global_dir: Path) -> Path:

@@ -19,6 +19,7 @@ are skipped, and ``Cancelled`` is re-raised. Nothing done is undone.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from functools import partial
@@ -29,8 +30,9 @@ import trio
 from ..model import hints, manage, trust
 from ..model.errors import RequestError
 from ..model.logfiles import tail
-from ..model.manifest import Found, Scope, project_dir
+from ..model.manifest import Found, Scope, every_copy, project_dir
 from ..protocol import agent as ap
+from . import threads
 from .extension import State
 from .hub import Hub
 from .workspace import Workspace
@@ -42,6 +44,18 @@ _START_AGAIN = frozenset({State.UNTRUSTED, State.FAILED, State.EXITED, State.RES
 
 #: Most log lines ``ext_logs`` returns.
 MAX_LOG_LINES = 10_000
+
+log = logging.getLogger(__name__)
+
+
+async def clean_staging(extensions_dir: Path) -> None:
+    """Removes the staging directories killed installs left in the global
+    extensions directory (:func:`manage.remove_stale_staging`); the daemon
+    runs it as it starts. Project directories are cleaned before each install
+    into them."""
+    removed = await threads.run_sync(manage.remove_stale_staging, extensions_dir)
+    for path in removed:
+        log.info("removed %s, left by an install that was killed", path)
 
 
 def _refused(exc: manage.ManageError) -> RequestError:
@@ -145,21 +159,42 @@ async def remove(hub: Hub, ws: Workspace, name: str) -> ap.ExtChangeData:
 async def set_enabled(hub: Hub, ws: Workspace, name: str, enabled: bool) -> ap.ExtChangeData:
     """Rewrites ``enabled`` in the manifest and starts or stops the extension.
 
+    Enabling and disabling one extension take turns (the rewrite and the
+    refresh); the manifest is replaced whole (:func:`manage.replace_file`).
+
     Cancellation: the manifest is rewritten all the same; the workspaces
     not yet refreshed pick the change up at their next reload.
     """
     found = await _lookup(ws, name)
     _refuse_explicit(found)
     change = partial(manage.set_enabled, found, enabled)
+    # One toggle of a manifest at a time, write and refresh: each caller's
+    # reply shows its own change, not half of another's.
+    async with _toggle_lock(found.dir):
+        try:
+            if found.scope == Scope.PROJECT:
+                await trio.to_thread.run_sync(
+                    trust.keep_trust, hub.paths.home, ws.root, found, change
+                )
+            else:
+                await trio.to_thread.run_sync(change)
+        except manage.ManageError as exc:
+            raise _refused(exc) from None
+        await _refresh(_affected(hub, found), [name])
+        return _change(ws, found)
+
+
+#: The lock of each extension directory that ``set_enabled`` rewrites (per trio run).
+_toggles: trio.lowlevel.RunVar[dict[Path, trio.Lock]] = trio.lowlevel.RunVar("zotd_toggles")
+
+
+def _toggle_lock(directory: Path) -> trio.Lock:
     try:
-        if found.scope == Scope.PROJECT:
-            await trio.to_thread.run_sync(trust.keep_trust, hub.paths.home, ws.root, found, change)
-        else:
-            await trio.to_thread.run_sync(change)
-    except manage.ManageError as exc:
-        raise _refused(exc) from None
-    await _refresh(_affected(hub, found), [name])
-    return _change(ws, found)
+        locks = _toggles.get()
+    except LookupError:
+        locks = {}
+        _toggles.set(locks)
+    return locks.setdefault(directory, trio.Lock())
 
 
 async def reload(hub: Hub, ws: Workspace, name: str | None) -> ap.ExtReloadData:
@@ -195,7 +230,8 @@ async def trust_project(hub: Hub, ws: Workspace) -> ap.ExtReloadData:
     Cancellation: the trust file is written all the same; starts already
     begun are carried through (shielded), the others wait for a reload.
     """
-    found = [f for f in await ws.scan() if f.scope == Scope.PROJECT and not f.error]
+    # Also the copies that give way to a global one until trusted (passed over).
+    found = [f for f in every_copy(await ws.scan()) if f.scope == Scope.PROJECT and not f.error]
     await trio.to_thread.run_sync(trust.trust, hub.paths.home, ws.root, found)
     names = sorted(f.name for f in found)
     async with trio.open_nursery() as nursery:

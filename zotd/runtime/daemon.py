@@ -36,6 +36,7 @@ from ..model.environment import with_own_python
 from ..model.paths import Paths
 from ..model.peercred import peer_uid
 from ..protocol import agent as ap
+from . import admin
 from .accept import FD_RESERVE, accept_loop, raise_fd_limit, refuse
 from .hub import Hub
 from .listener import (
@@ -157,6 +158,7 @@ class Daemon:
         lock = acquire_lock(lock_path(self.paths.socket))
         self._lift_fd_limit()
         try:
+            await admin.clean_staging(self.paths.extensions_dir)
             if self._listen_fd is None:
                 listener = await open_unix_listener(self.paths.socket)
             else:
