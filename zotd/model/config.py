@@ -127,7 +127,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     #: not yet ended by a newline); past it, the connection that asks for
     #: more is closed with an error.
     max_buffered_bytes: Annotated[int, msgspec.Meta(ge=1024)] = 64 * 1024 * 1024
-    #: Connections served at once; past it, a new one is refused with an error.
+    #: Connections served at once; past it, a new one gets one ``busy`` error and is closed.
     max_connections: Annotated[int, msgspec.Meta(ge=1)] = 2048
     #: Run project-local extensions without asking for `zot ext trust` first.
     trust_project_extensions: bool = False
