@@ -8,6 +8,8 @@ reads host frames and writes extension frames over in-memory streams.
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -20,6 +22,7 @@ import trio.testing
 from zotd.protocol.extension import HostFrame, decode_host_frame
 from zotd.protocol.frames import UnknownFrame
 from zotd.protocol.lines import LineSplitter
+from zotd.runtime.process import Process, Spawner
 
 
 class FakeIO:
@@ -35,6 +38,10 @@ class FakeIO:
     def frames(self) -> AsyncIterator[HostFrame]:
         """Host frames until stdin is closed (``async for``)."""
         return _Frames(self._process.inp)
+
+    def close_stdout(self) -> None:
+        """Closes its stdout and keeps running (as ``os.close(1)`` would)."""
+        self._process.out.close()
 
     def crash(self, code: int = 1) -> None:
         """Ends the process now with exit code ``code`` (the behaviour is cancelled)."""
@@ -156,3 +163,25 @@ class FakeSpawner:
             # A behaviour that returns has exited normally; one that wants to
             # outlive its stdin (ignoring shutdown) just keeps sleeping.
         process.exit(0)
+
+
+class FailingSpawner:
+    """Wraps a spawner (a :class:`FakeSpawner`, or the real
+    :func:`zotd.runtime.process.spawn`): its first ``times`` spawns raise
+    ``OSError(code)`` as :func:`~zotd.runtime.process.spawn` would (too many
+    open files, ...), and the rest spawn for real."""
+
+    def __init__(self, spawner: Spawner, code: int = errno.EMFILE, times: int = 2) -> None:
+        self.spawner = spawner
+        self.code = code
+        self.times = times
+        #: The spawns refused so far.
+        self.refused = 0
+
+    def __call__(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stderr: int
+    ) -> Process:
+        if self.refused < self.times:
+            self.refused += 1
+            raise OSError(self.code, os.strerror(self.code))
+        return self.spawner(argv, cwd=cwd, env=env, stderr=stderr)

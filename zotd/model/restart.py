@@ -7,16 +7,53 @@ is started again after a backoff that doubles from ``backoff_initial`` up to
 than ``intensity`` within ``window`` seconds means it is broken, and it is
 left stopped until reloaded.
 
+A spawn that fails for a transient reason (:data:`TRANSIENT_ERRNOS`: too
+many open files, no memory, no process slot) counts as a crash and is
+restarted the same way; one that fails for good (no such file, permission
+denied, bad executable format) is left failed at once.
+
 Sans-IO: the caller passes the time in (``trio.current_time()`` in the
 workspace, plain numbers in tests) and does the waiting itself.
 """
 
 from __future__ import annotations
 
+import errno
+import signal
 from collections import deque
 from dataclasses import dataclass
 
 from .config import RestartPolicy
+
+#: Why a spawn may fail now and work later: the daemon or the machine is
+#: short of descriptors, memory or processes for a moment.
+TRANSIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM})
+
+
+def spawn_error(argv0: str, exc: OSError) -> tuple[str, bool]:
+    """Why ``argv0`` could not be started, and whether that is transient
+    (worth a restart after the backoff) rather than for good.
+
+    The message names the error: ``cannot start python3: Too many open files
+    (EMFILE)``.
+    """
+    code = exc.errno
+    name = errno.errorcode.get(code, "") if code is not None else ""
+    text = exc.strerror or str(exc)
+    detail = f"{text} ({name})" if name and name not in text else text
+    return f"cannot start {argv0}: {detail}", code in TRANSIENT_ERRNOS
+
+
+def describe_exit(code: int | None) -> str:
+    """How a process ended, from its exit code (``-N`` for signal ``N``)."""
+    if code is None:
+        return "stopped"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +98,8 @@ class RestartTracker:
         """What to do about a run that ended on its own at ``now``.
 
         ``exit_code`` is the process's (negative for a signal, ``None`` if
-        unknown). ``None`` means the policy does not restart this exit
+        unknown or if zotd failed the run itself: a transient spawn error, a
+        stdout closed while the process kept running). ``None`` means the policy does not restart this exit
         (``never``, or ``on-failure`` after a clean exit 0).
         """
         policy = self.policy

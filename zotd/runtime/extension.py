@@ -15,7 +15,9 @@ This module is the process's lifetime and the extension's face to its
 workspace; the requests it is sent are :class:`~.calls.Calls`', matched to
 their replies by ids from a :class:`~.pending.PendingTable`. When the process
 ends, every request still pending fails at once with
-:class:`~zotd.model.errors.RequestError`; nothing waits for its deadline.
+:class:`~zotd.model.errors.RequestError`; nothing waits for its deadline. So
+does a process that closes its stdout and stays alive: no reply can come, so
+its requests fail and it is stopped (and restarted, as a crash is).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ import trio
 
 from ..model import noise
 from ..model.config import Config
-from ..model.errors import RequestError
+from ..model.errors import RequestError, extension_failed
 from ..model.manifest import Found
+from ..model.restart import describe_exit, spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
 from . import status
@@ -48,6 +51,10 @@ log = logging.getLogger(__name__)
 #: After the process exits, how long its stdout may take to reach EOF (frames
 #: it wrote just before exiting are still read and routed).
 DRAIN_TIMEOUT = 0.5
+
+#: After its stdout ends, how long the process may take to exit; still alive
+#: then, it has closed its stdout and kept running, and is failed and stopped.
+EOF_GRACE = 0.5
 
 #: The noise an extension may send per second (see :mod:`zotd.model.noise`).
 NOISE_PER_SECOND = noise.PER_SECOND
@@ -113,6 +120,10 @@ class Extension:
         self._process: Process | None = None
         self._process_exited = trio.Event()
         self._stop_code: str | None = None
+        #: Why zotd failed this run itself (a transient spawn error, a stdout
+        #: closed while running): a crash to restart from, with no exit code.
+        self._failure: str | None = None
+        self._winding_down = False
         #: The requests it is sent, and its stdin.
         self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
         #: Its stdout's reader and its handshake; made when the process starts.
@@ -152,7 +163,10 @@ class Extension:
                     return
                 process = self._spawn()
             except OSError as exc:
-                self._fail(f"cannot start {self.found.argv[0]}: {exc.strerror or exc}")
+                reason, transient = spawn_error(self.found.argv[0], exc)
+                self._fail(reason)
+                if transient:  # EMFILE, ENOMEM, ...: restarted after the backoff
+                    self._failure = reason
                 return
             self._process = process
             self.pid = process.pid
@@ -208,6 +222,7 @@ class Extension:
                 nursery.start_soon(inbox.keep_time)
                 nursery.start_soon(self.log.watch)
                 nursery.start_soon(self._calls.pending.expire)
+                nursery.start_soon(self._watch_stdout, process, reader_done)
                 self.exit_code = await process.wait()
                 self._process_exited.set()
                 with trio.move_on_after(DRAIN_TIMEOUT):
@@ -222,21 +237,45 @@ class Extension:
             with trio.CancelScope(shield=True):
                 await process.stdout.aclose()  # now, not whenever the GC gets to it
 
+    async def _watch_stdout(self, process: Process, reader_done: trio.Event) -> None:
+        """Fails and stops the process if its stdout ends and it stays alive
+        (``EOF_GRACE`` later): no reply can come from it any more."""
+        await reader_done.wait()
+        with trio.move_on_after(EOF_GRACE):
+            await self._process_exited.wait()
+        if self._process_exited.is_set() or self.stop_requested.is_set() or self._refused:
+            return
+        self._failure = "closed its stdout but kept running"
+        self.last_error = self._failure
+        self.note(f"{self._failure}; stopping it")
+        self._calls.pending.fail_all(
+            extension_failed(
+                f"extension {self.name!r} closed its stdout before replying (its process "
+                "is still running, so no reply can come); it is being stopped"
+            )
+        )
+        await self._wind_down(process)
+
     def _finish(self) -> None:
         code = self.exit_code
-        if self._process is not None:
+        if self._failure is not None and self._stop_code is None:
+            self.state = State.FAILED
+            self.last_error = self._failure
+            if self._process is not None:
+                self.note(describe_exit(code))
+        elif self._process is not None:
             if self._refused or self.state == State.FAILED:
                 self.state = State.FAILED
             elif self._stop_code is not None or code == 0:
                 self.state = State.EXITED
-                self.note(_describe_exit(code))
+                self.note(describe_exit(code))
             else:
                 self.state = State.FAILED
-                self.last_error = self.last_error or _describe_exit(code)
-                self.note(_describe_exit(code))
+                self.last_error = self.last_error or describe_exit(code)
+                self.note(describe_exit(code))
         error = RequestError(
             self._stop_code or ErrorCode.EXTENSION_FAILED,
-            f"extension {self.name!r} {_describe_exit(code)} before replying",
+            f"extension {self.name!r} {describe_exit(code)} before replying",
         )
         if self._inbox is not None and self._inbox.noise.dropped:
             self.note(
@@ -269,6 +308,15 @@ class Extension:
             if self._process is not None:
                 await self.finished.wait()
             return
+        if not self._winding_down:  # (else already on its way: see _watch_stdout)
+            await self._wind_down(process)
+        await self.finished.wait()
+
+    async def _wind_down(self, process: Process) -> None:
+        """``shutdown`` and stdin closed, then SIGTERM, then SIGKILL, each
+        after its deadline; returns once the process has exited (or been
+        SIGKILLed and waited for ``kill_timeout``)."""
+        self._winding_down = True
         self.state = State.STOPPING
         self._host.on_changed(self)
         self._calls.shutdown()
@@ -281,16 +329,27 @@ class Extension:
             process.signal_group(sig)
             with trio.move_on_after(self._config.kill_timeout):
                 await self._process_exited.wait()
-        await self.finished.wait()
 
     def ended_on_its_own(self) -> str | None:
-        """Why the process ended, if it ran and ended without being asked to
-        (and was not refused for a protocol error); else ``None``."""
-        if self._process is None or self._refused or self.stop_requested.is_set():
+        """Why the run ended, if it ended without being asked to and counts
+        as a crash: the process exited, closed its stdout and kept running,
+        or could not be spawned for a transient reason (EMFILE, ENOMEM, ...).
+        ``None`` if it was asked to stop, refused for a protocol error, not
+        started, or still running."""
+        if self._refused or self.stop_requested.is_set() or not self.finished.is_set():
             return None
-        if not self.finished.is_set():
+        if self._failure is not None:
+            return self._failure
+        if self._process is None:
             return None
-        return _describe_exit(self.exit_code)
+        return describe_exit(self.exit_code)
+
+    @property
+    def judged_exit_code(self) -> int | None:
+        """The exit code the restart policy judges: the process's, or ``None``
+        when zotd failed the run itself (so ``on-failure`` restarts it even
+        if the process, told to shut down, then exited 0)."""
+        return None if self._failure is not None else self.exit_code
 
     # --- what the handshake decides (see Inbox) -----------------------------------
 
@@ -395,14 +454,3 @@ class Extension:
     ) -> ExtensionInfo:
         """This extension as ``list_extensions`` shows it (see :func:`.status.info`)."""
         return status.info(self, commands, tools, shadowed, hint)
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "stopped"
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
