@@ -184,3 +184,18 @@ async def test_cannot_start_is_an_error_code(
         async with connect(paths.socket, cwd=project):
             pass
     assert err.value.code == "cannot_start"
+
+
+async def test_a_planted_link_for_the_starters_lock_is_not_followed(
+    env: dict[str, str], paths: Paths, project: Path, short_tmp: Path
+) -> None:
+    paths.socket.parent.mkdir(mode=0o700)
+    target = short_tmp / "precious"
+    target.write_text("keep\n")
+    paths.socket.with_name(paths.socket.name + ".start").symlink_to(target)
+    with trio.fail_after(30), pytest.raises(ZotdError) as err:
+        async with connect(paths.socket, cwd=project):
+            pass
+    assert err.value.code == "cannot_start"
+    assert f"cannot use {paths.socket.parent}" in err.value.message
+    assert target.read_text() == "keep\n"
