@@ -2,7 +2,8 @@
 
 :func:`connect` opens a connection (starting the daemon if none answers, see
 :mod:`zotd.client.autostart`) and yields a :class:`Client`; requests that
-fail raise :class:`ZotdError` (:class:`NotRunning` when nothing answers).
+fail raise :class:`ZotdError` (:class:`NotRunning` when nothing answers,
+:class:`WrongUser` when another user's process serves the socket).
 
 Inside: :mod:`~zotd.client.connection`, the protocol's rules sans-IO (ids,
 reply matching, push routing); :mod:`~zotd.client.transport`, the anyio I/O
@@ -14,6 +15,6 @@ runtime, the integrations or the CLIs.
 """
 
 from .client import Client, connect
-from .errors import NotRunning, ZotdError
+from .errors import NotRunning, WrongUser, ZotdError
 
-__all__ = ["Client", "NotRunning", "ZotdError", "connect"]
+__all__ = ["Client", "NotRunning", "WrongUser", "ZotdError", "connect"]

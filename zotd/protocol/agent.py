@@ -41,6 +41,7 @@ from .agent_data import (
     InterceptData,
     InvokeData,
     LogsData,
+    PassedOver,
     PingData,
     Shadowed,
     ShadowedInfo,
@@ -127,6 +128,7 @@ __all__ = [
     "PanelKey",
     "PanelRenderPush",
     "PanelResize",
+    "PassedOver",
     "Ping",
     "PingData",
     "Push",
@@ -175,7 +177,10 @@ class ErrorCode(StrEnum):
     EXTENSION_FAILED = "extension_failed"
     FRAME_TOO_LARGE = "frame_too_large"
     SHUTTING_DOWN = "shutting_down"
-    #: Too many requests in flight, on this connection or in all.
+    #: A bound was reached: too many requests in flight (on this connection
+    #: or in all), too many connections (``max_connections``), or too many
+    #: bytes of unfinished lines (``max_buffered_bytes``; the connection is
+    #: then closed). The message says which.
     BUSY = "busy"
     #: The client gave the request up (``cancel``).
     CANCELLED = "cancelled"
