@@ -23,6 +23,7 @@ from .. import __version__
 from ..model.config import Config
 from ..model.paths import Paths
 from ..protocol import agent as ap
+from .streams import LineBudget
 from .workspace import Context, Workspace
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ class Hub:
         self.workspaces: dict[Path, Workspace] = {}
         #: Requests being run now, on all connections.
         self.in_flight = 0
+        #: The bytes all connections hold in unfinished lines (``max_buffered_bytes``).
+        self.line_budget = LineBudget(ctx.config.max_buffered_bytes)
         self.shutting_down = False
         self._shutdown = trio.Event()
         self._nursery: trio.Nursery | None = None

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import select
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,7 +39,7 @@ from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
 from .dispatch import CANCELLABLE, dispatch, refusal
 from .hub import Hub
-from .streams import LineBudget, LineReader, Outbox, OverBudget, fileno_of
+from .streams import LineReader, Outbox, OverBudget, fileno_of
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -55,19 +54,6 @@ HANGUP_CHECK = 0.1
 #: How long a connection closed by the daemon (no ``hello`` in time, too many
 #: bytes in unfinished lines) has to read the error frame before it is cut.
 CLOSE_GRACE = 1.0
-
-#: The bytes all connections of a hub hold in unfinished lines.
-_budgets: weakref.WeakKeyDictionary[Hub, LineBudget] = weakref.WeakKeyDictionary()
-
-
-def line_budget(hub: Hub) -> LineBudget:
-    """The budget of unfinished lines the connections of ``hub`` share
-    (``max_buffered_bytes``)."""
-    budget = _budgets.get(hub)
-    if budget is None:
-        budget = _budgets[hub] = LineBudget(hub.config.max_buffered_bytes)
-    return budget
-
 
 Code = ap.ErrorCode
 
@@ -181,7 +167,7 @@ class ClientSession:
     async def _read(self, requests: trio.Nursery) -> None:
         # Before each request, wait while the outbox is full: a client that
         # does not read its replies is not read either (see `Outbox.room`).
-        reader = LineReader(self._stream, self.hub.config.max_frame_bytes, line_budget(self.hub))
+        reader = LineReader(self._stream, self.hub.config.max_frame_bytes, self.hub.line_budget)
         try:
             async for lines in reader:
                 self._burst = len(lines) > 1
