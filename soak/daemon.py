@@ -21,7 +21,7 @@ import tomli_w
 
 import zotd
 from soak.plan import EXIT_WAIT, EXT_SCRIPTS, EXTENSIONS, RESTART, SETTINGS, STUCK_FRAME, Plan
-from soak.procfs import ProcInfo, all_pids, carries_marker, proc_info
+from soak.procfs import ProcInfo, all_pids, carries_marker, other_run, proc_info
 from zotd.model.config import Config
 
 
@@ -137,7 +137,9 @@ def find_orphans(marker: bytes, daemon_pid: int, pgids: set[int], since: int) ->
 
     Anything whose environment carries this run's marker (every extension
     and grandchild inherits it), and anything started during the run whose
-    parent was the daemon or whose process group was an extension's.
+    parent was the daemon or whose process group was an extension's,
+    unless it carries another run's marker (a soak running beside this one
+    may reuse the pid of one of this run's extensions as a group id).
     """
     found = []
     for pid in all_pids():
@@ -148,7 +150,9 @@ def find_orphans(marker: bytes, daemon_pid: int, pgids: set[int], since: int) ->
             continue
         recent = info.start >= since
         if carries_marker(pid, marker) or (
-            recent and (info.ppid == daemon_pid or info.pgid in pgids)
+            recent
+            and (info.ppid == daemon_pid or info.pgid in pgids)
+            and not other_run(pid, marker)
         ):
             found.append(info)
     return found

@@ -96,5 +96,18 @@ def carries_marker(pid: int, marker: bytes) -> bool:
         return False
 
 
+def other_run(pid: int, marker: bytes) -> bool:
+    """Whether ``pid`` carries another soak run's marker: a process of a run
+    going on beside this one, in a process group whose id this run's
+    extensions once had (pids are reused)."""
+    name = marker.partition(b"=")[0] + b"="
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return False
+    return any(v.startswith(name) and v != marker for v in env)
+
+
 def all_pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
