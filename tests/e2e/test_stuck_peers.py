@@ -121,6 +121,7 @@ async def test_an_extension_past_its_queue_bytes_is_stuck_failed_and_restarted(
                 if ext["state"] == "ready" and ext["restarts"] == 1:
                     break
                 await trio.sleep(0.05)
+        assert ext["restart_reason"].startswith("stopped reading its stdin ("), ext
         reply = await conn.request(call("after", 7))
         assert reply["success"] and reply["data"]["content"][0]["text"] == "7", reply
     started = [f for f in seen(log) if f["type"] == "started"]

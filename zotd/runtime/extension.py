@@ -371,8 +371,10 @@ class Extension:
 
     def stuck(self, reason: str) -> None:
         """Its stdin is stuck (see :mod:`.calls`): failed now, and killed, so
-        that its restart policy applies (an end it did not ask for)."""
+        that its restart policy applies (an end it did not ask for), with
+        ``reason`` as the restart's reason."""
         self._fail(reason)
+        self._failure = reason
         if self._process is not None:
             self._process.signal_group(signal.SIGKILL)
 
