@@ -92,6 +92,7 @@ def test_small_logs_are_left_alone(tmp_path: Path) -> None:
     log.write_text("short\n")
     assert not logfiles.rotate_if_big(log, 1000)
     assert not logfiles.rotate_if_big(tmp_path / "missing.log", 1000)
+    assert not logfiles.rotate_if_big(tmp_path, 0)  # a directory at a log's name
     assert log.read_text() == "short\n"
 
 

@@ -94,11 +94,13 @@ def append(path: Path, text: str) -> None:
 
 
 def size(path: Path) -> int:
-    """The file's size in bytes (0 if it does not exist)."""
+    """The file's size in bytes (0 if it does not exist or is not a regular
+    file: a directory at a log's name is not a log to rotate)."""
     try:
-        return os.stat(path).st_size
+        st = os.stat(path)
     except FileNotFoundError:
         return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
 
 
 def rotate_if_big(path: Path, max_bytes: int, keep: int = KEEP) -> Rotation | None:
