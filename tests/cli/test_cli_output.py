@@ -106,6 +106,15 @@ def test_progress_is_a_bar_that_redraws_itself_on_a_terminal(
     assert out.getvalue() == "\r\x1b[2K" + bar + "\r\x1b[2K"
 
 
+def test_a_progress_message_cannot_drive_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    for out in (io.StringIO(), FakeTerminal()):
+        Progress(out).update("\x1b]52;c;SGk=\x07 \u202eevil\r", None, None)
+        assert "\\x1b]52;c;SGk=\\x07 \\u202eevil\\r" in out.getvalue()
+        assert "\x07" not in out.getvalue() and "\u202e" not in out.getvalue()
+
+
 # --- closed pipes -------------------------------------------------------------------------
 
 

@@ -135,7 +135,8 @@ class Progress:
         self._drawn = False
 
     def update(self, message: str, progress: float | None, total: float | None) -> None:
-        """One ``tool_progress`` frame."""
+        """One ``tool_progress`` frame (its message escaped: :func:`printable`)."""
+        message = printable(message)
         if self._live:
             self._out.write("\r\x1b[2K" + self._bar(message, progress, total))
             self._drawn = True
