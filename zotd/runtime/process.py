@@ -185,7 +185,12 @@ def spawn(
             executable, bad interpreter line, ...).
     """
     stdin_r, stdin_w = os.pipe()
-    stdout_r, stdout_w = os.pipe()
+    try:
+        stdout_r, stdout_w = os.pipe()
+    except BaseException:  # EMFILE, say: the first pipe must not leak
+        os.close(stdin_r)
+        os.close(stdin_w)
+        raise
     try:
         popen = subprocess.Popen(
             list(argv),
