@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from tests.extensions.hostile_text import EVIL
 cli = test_cli.cli  # the fixture, as this module's own
 
 HOSTILE = Path(__file__).parent.parent / "extensions" / "hostile_text.py"
+ZOTD = (sys.executable, "-m", "zotd")
 
 #: Bytes no printed text may contain: C0 controls but newline and tab, DEL,
 #: C1 controls (UTF-8 encoded), and the bidi controls (UTF-8 encoded).
@@ -145,3 +147,21 @@ def test_commands_tools_run_call_and_logs_show_escapes(hostile: Cli) -> None:
     assert logs.returncode == 0, logs
     assert b"stderr says " in logs.stdout
     assert_escaped(logs.stdout)
+
+
+def test_zotd_status_shows_a_workspace_path_escaped(cli: Cli) -> None:
+    # A workspace is a directory an agent names; a cloned repository's may be
+    # named to drive a terminal.
+    evil = cli.tmp / "proj\x1b[2J\x1b]52;c;SGVsbG8=\x07\u202e"
+    evil.mkdir()
+    cli.start()
+    cli.project = evil
+    joined = run_raw(cli, "tools")
+    assert joined.returncode == 0, joined
+    status = subprocess.run(
+        [*ZOTD, "status"], env=cli.env, capture_output=True, timeout=RUN_TIMEOUT, check=False
+    )
+    assert status.returncode == 0, status
+    bad = FORBIDDEN.search(status.stdout)
+    assert bad is None, f"raw {bad[0]!r} reached the terminal in {status.stdout!r}"
+    assert b"proj\\x1b[2J\\x1b]52;c;SGVsbG8=\\x07\\u202e: " in status.stdout, status.stdout

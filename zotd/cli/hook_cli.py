@@ -38,6 +38,7 @@ from ..integrations.claude_hooks import P
 from ..model.config import ConfigError
 from ..protocol import agent as ap
 from .common import Where, die, print_json, resolve, run_async, token_for
+from .output import printable
 
 app = App(name="hook", help="Answer other agents' hooks with zot's guards and events.")
 
@@ -198,7 +199,7 @@ def pre_tool_use(
     else:
         print_json(hooks.pre_tool_use_answer(verdict, approve=approve))
         return 0
-    note = f"zot hook pre-tool-use: {why}"
+    note = printable(f"zot hook pre-tool-use: {why}", multiline=True)
     if fail_closed:
         print(note, file=sys.stderr)
         print_json(hooks.decision("deny", f"{note}; denied (--fail-closed)"))
@@ -233,7 +234,10 @@ def _forward(
     try:
         _talk(o, where, payload, emit)
     except _NoAnswer as exc:
-        print(f"zot hook {command}: {exc}; {event} not sent", file=sys.stderr)
+        print(
+            printable(f"zot hook {command}: {exc}; {event} not sent", multiline=True),
+            file=sys.stderr,
+        )
         return 1 if isinstance(exc, _BadPayload) else 0
     return 0
 

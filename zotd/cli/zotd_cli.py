@@ -29,7 +29,7 @@ from ..runtime.daemon import Daemon
 from ..runtime.listener import AlreadyRunning, SocketError
 from .argv import zotd_argv
 from .common import Where, die, entry, print_json, run_async, settings, token_for
-from .output import duration
+from .output import duration, printable
 
 app = App(
     name="zotd",
@@ -248,7 +248,7 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
         print("no workspaces (none until an agent says hello)")
     for ws in st.workspaces:
         print(
-            f"  {ws.path}: {ws.ready}/{ws.extensions} extensions ready, "
+            f"  {printable(ws.path)}: {ws.ready}/{ws.extensions} extensions ready, "
             f"{ws.processes} process(es), {ws.clients} client(s)"
         )
     if len(st.workspaces) > 1:
