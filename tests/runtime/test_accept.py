@@ -85,11 +85,8 @@ async def test_backs_off_and_logs_once_per_episode(
     with caplog.at_level(logging.INFO, logger="zotd.runtime.accept"):
         served, listener = await serve_all(script, 3)
     # Waits of 0.01, 0.02, 0.04, 0.08, 0.16 s; reset by "a"; 0.01, 0.02, 0.04.
-    assert served == [
-        ("a", pytest.approx(0.31)),
-        ("b", pytest.approx(0.31)),
-        ("c", pytest.approx(0.38)),
-    ]
+    assert [name for name, _ in served] == ["a", "b", "c"]
+    assert [at for _, at in served] == pytest.approx([0.31, 0.31, 0.38])
     assert [r.getMessage() for r in caplog.records] == [
         "cannot accept connections: Too many open files; retrying every 1 s at most "
         "(connections wait in the socket's backlog meanwhile)",
@@ -107,7 +104,8 @@ async def test_the_wait_stops_growing_at_one_second(
     with caplog.at_level(logging.WARNING, logger="zotd.runtime.accept"):
         served, _ = await serve_all([errno.ENOBUFS] * 10 + ["a"], 1)
     # 0.01 .. 0.64 (7 waits, 1.27 s), then 1 s three times.
-    assert served == [("a", pytest.approx(4.27))]
+    assert [name for name, _ in served] == ["a"]
+    assert [at for _, at in served] == pytest.approx([4.27])
     assert len(caplog.records) == 2
     assert caplog.records[1].getMessage() == (
         "accepting connections again, after 10 failed attempts in 4.3 s"

@@ -7,6 +7,7 @@ Real clock, real child processes; no test depends on how long anything takes.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import msgspec
@@ -113,7 +114,7 @@ async def test_a_checker_that_fails_fails_closed(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(argcheck, "_CHILD", "raise SystemExit(3)")
     with pytest.raises(Unchecked, match=r"the checker failed \(exit status 3\)"):
         await check_args(PATTERNED, msgspec.Raw(b'{"x": "d"}'), later())
-    monkeypatch.setattr(argcheck.sys, "executable", "/nonexistent/python")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     with pytest.raises(Unchecked, match="the checker could not be started"):
         await check_args(PATTERNED, msgspec.Raw(b'{"x": "e"}'), later())
 
