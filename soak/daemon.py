@@ -137,8 +137,8 @@ def find_orphans(marker: bytes, daemon_pid: int, pgids: set[int], since: int) ->
 
     Anything whose environment carries this run's marker (every extension
     and grandchild inherits it), and anything started during the run whose
-    parent was the daemon or whose process group was an extension's,
-    unless it carries another run's marker (a soak running beside this one
+    parent was the daemon or whose process group was an extension's (and
+    whose parent is gone or ours), unless it carries another run's marker (a soak running beside this one
     may reuse the pid of one of this run's extensions as a group id).
     """
     found = []
@@ -149,9 +149,14 @@ def find_orphans(marker: bytes, daemon_pid: int, pgids: set[int], since: int) ->
         if info is None or info.state in ("Z", "X"):
             continue
         recent = info.start >= since
+        # In an extension's group only if its parent is gone (reparented to
+        # init) or is ours: a group id is the pid of an extension that may
+        # have exited long ago, and pids are reused (an hour's run starts
+        # thousands of processes).
+        adopted = info.ppid in (1, daemon_pid) or carries_marker(info.ppid, marker)
         if carries_marker(pid, marker) or (
             recent
-            and (info.ppid == daemon_pid or info.pgid in pgids)
+            and (info.ppid == daemon_pid or (info.pgid in pgids and adopted))
             and not other_run(pid, marker)
         ):
             found.append(info)

@@ -184,12 +184,13 @@ async def one_burst(
     answered = trio.current_time()
 
     async def same_process() -> bool:
-        """Whether the latecomer that answered still runs (no restart since)."""
+        """Whether the latecomer that answered still runs, ready (no restart,
+        no stop under way: a stopping extension's tools leave the registry)."""
         try:
             infos = await zot.list_extensions()
         except ZotdError:
             return False
-        return any(i.name == "latecomer" and i.pid == pid for i in infos)
+        return any(i.name == "latecomer" and i.pid == pid and i.state == "ready" for i in infos)
 
     tools, _ = await soak.ask(
         "list_tools after /register", zot.list_tools, lambda _: None, soak.quick_bound
@@ -232,7 +233,8 @@ async def one_burst(
         stats.sample(
             stats.lost_samples,
             f"extension_state with the {n} tools of /register {gen}: none within "
-            f"{LATE_PUSH_WAIT:g} s ({len(states)} pushes of latecomer came)",
+            f"{LATE_PUSH_WAIT:g} s ({len(states)} pushes of latecomer came; this "
+            f"connection's client library has dropped {zot.dropped} push frames so far)",
         )
     else:
         ks.other["restarted"] += 1
