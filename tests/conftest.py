@@ -172,18 +172,27 @@ def add_extension(
     *fake_args: str,
     manifest: dict[str, Any] | None = None,
     script: Path = FAKE,
+    self_contained: bool = False,
 ) -> Path:
     """Writes ``root/name/extension.json`` running ``tests/extensions/fake.py --name name ...``.
 
-    ``manifest`` entries override or add manifest fields.
+    ``manifest`` entries override or add manifest fields. In a project's
+    ``.zot/extensions``, or if ``self_contained`` (a source to install with
+    ``--project``), the script is copied into the extension's directory and
+    run from there: a project-local extension may run only what is in its
+    directory (see zotd.model.trust).
     """
     directory = root / name
     directory.mkdir(parents=True)
+    run = str(script)
+    if self_contained or (root.name == "extensions" and root.parent.name == ".zot"):
+        shutil.copy(script, directory / script.name)
+        run = script.name
     fields: dict[str, Any] = {
         "name": name,
         "version": "0.0.1",
         "exec": sys.executable,
-        "args": [str(script), "--name", name, *fake_args],
+        "args": [run, "--name", name, *fake_args],
     }
     fields.update(manifest or {})
     (directory / "extension.json").write_text(json.dumps(fields))

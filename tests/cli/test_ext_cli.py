@@ -94,7 +94,8 @@ def source(
     manifest: dict[str, Any] | None = None,
 ) -> Path:
     """An extension directory ``root/name``: fake.py, with /hi and the tool forecast
-    unless told otherwise."""
+    unless told otherwise (its own copy of fake.py: installed with ``--project``,
+    it may run only what is in its directory)."""
     return add_extension(
         root,
         name,
@@ -103,6 +104,7 @@ def source(
         "--tools",
         tools,
         manifest={"version": "1.2.3", **(manifest or {})},
+        self_contained=True,
     )
 
 

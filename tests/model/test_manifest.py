@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,14 @@ import pytest
 
 from zotd.model.manifest import (
     MANIFEST,
+    MAX_MANIFEST_BYTES,
     Found,
     Manifest,
     ManifestError,
     Scope,
     check_name,
     discover,
+    every_copy,
     load,
     project_dir,
     read_manifest,
@@ -442,13 +446,17 @@ def test_broken_explicit_dir_does_not_raise(tmp_path: Path) -> None:
     assert found[0].error.startswith("no extension.json in ")
 
 
-def test_broken_project_manifest_still_hides_the_global_one(tmp_path: Path) -> None:
+def test_a_broken_project_copy_gives_way_to_the_global_one(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
-    make_extension(tmp_path / "global", "weather")
+    mine = make_extension(tmp_path / "global", "weather")
     write_manifest(project_dir(workspace) / "weather", "{")
     found = discover(workspace=workspace, global_dir=tmp_path / "global")
-    assert where(found) == [("weather", "project")]
-    assert found[0].error
+    assert where(found) == [("weather", "global")]
+    assert (found[0].dir, found[0].error) == (mine, "")
+    [aside] = found[0].passed_over
+    assert (aside.found.scope, aside.why) == ("project", "failed")
+    assert aside.found.dir == project_dir(workspace) / "weather"
+    assert "invalid JSON" in aside.reason
 
 
 def test_hidden_dirs_and_files_are_ignored(tmp_path: Path) -> None:
@@ -548,3 +556,192 @@ def test_discover_keeps_the_warnings(tmp_path: Path) -> None:
         "fine": [],
         "typo": ["extension.json: unknown key `enabeld` (ignored); did you mean `enabled`?"],
     }
+
+
+# --- a project copy that cannot run gives way (issue 15) ------------------------------
+
+
+def untrusted(found: Found) -> None:
+    """A ``vet`` that trusts nothing."""
+    found.untrusted = "not trusted"
+
+
+def test_an_untrusted_project_copy_gives_way_to_the_global_one(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    mine = make_extension(tmp_path / "global", "guard", version="mine")
+    theirs = make_extension(project_dir(workspace), "guard", version="theirs")
+    found = discover(workspace=workspace, global_dir=tmp_path / "global", vet=untrusted)
+    assert where(found) == [("guard", "global")]
+    assert found[0].dir == mine and found[0].untrusted == ""
+    [aside] = found[0].passed_over
+    assert (aside.found.dir, aside.why, aside.reason) == (theirs, "untrusted", "not trusted")
+    assert aside.found.untrusted == "not trusted"
+
+
+def test_a_disabled_project_copy_does_not_turn_the_global_one_off(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    make_extension(tmp_path / "global", "guard")
+    make_extension(project_dir(workspace), "guard", enabled=False)
+    found = discover(workspace=workspace, global_dir=tmp_path / "global")  # trusted or not
+    assert where(found) == [("guard", "global")]
+    assert found[0].manifest is not None and found[0].manifest.enabled
+    [aside] = found[0].passed_over
+    assert (aside.why, aside.reason) == ("disabled", 'its manifest says "enabled": false')
+
+
+def test_a_project_copy_that_can_run_still_comes_first(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    mine = make_extension(tmp_path / "global", "weather")
+    theirs = make_extension(project_dir(workspace), "weather")
+    vetted: list[Path] = []
+    found = discover(
+        workspace=workspace, global_dir=tmp_path / "global", vet=lambda f: vetted.append(f.dir)
+    )
+    assert where(found) == [("weather", "project")]
+    assert vetted == [theirs]  # only project copies are vetted
+    [aside] = found[0].passed_over
+    assert (aside.found.dir, aside.why) == (mine, "hidden")
+    assert aside.reason == f"the project copy in {theirs} comes first"
+
+
+def test_a_project_copy_alone_is_listed_as_it_is(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    make_extension(project_dir(workspace), "repo-tool")
+    write_manifest(project_dir(workspace) / "broken", "{")
+    found = {
+        f.name: f for f in discover(workspace=workspace, global_dir=tmp_path / "g", vet=untrusted)
+    }
+    assert (found["repo-tool"].scope, found["repo-tool"].untrusted) == ("project", "not trusted")
+    assert found["broken"].error and found["broken"].passed_over == []
+
+
+def test_a_disabled_or_broken_global_copy_still_takes_its_name(tmp_path: Path) -> None:
+    # The user's own copies keep the documented precedence among themselves.
+    workspace = tmp_path / "ws"
+    make_extension(tmp_path / "global", "guard", enabled=False)
+    make_extension(project_dir(workspace), "guard")
+    dev = write_manifest(tmp_path / "dev" / "guard", "{")
+    found = discover(
+        workspace=workspace, global_dir=tmp_path / "global", explicit=[dev], vet=untrusted
+    )
+    assert where(found) == [("guard", "explicit")]
+    assert [(a.found.scope, a.why) for a in found[0].passed_over] == [
+        ("project", "hidden"),
+        ("global", "hidden"),
+    ]
+    # Without the explicit one: the untrusted project copy gives way to the
+    # disabled global one (the user's choice), which is what is listed.
+    found = discover(workspace=workspace, global_dir=tmp_path / "global", vet=untrusted)
+    assert where(found) == [("guard", "global")]
+    assert [a.why for a in found[0].passed_over] == ["untrusted"]
+
+
+def test_every_copy(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    make_extension(tmp_path / "global", "guard")
+    make_extension(tmp_path / "global", "other")
+    make_extension(project_dir(workspace), "guard")
+    found = discover(workspace=workspace, global_dir=tmp_path / "global", vet=untrusted)
+    assert [(f.name, f.scope) for f in every_copy(found)] == [
+        ("guard", "global"),
+        ("guard", "project"),
+        ("other", "global"),
+    ]
+
+
+def test_what_is_passed_over_is_not_part_of_the_comparison(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    make_extension(tmp_path / "global", "guard")
+    before = discover(workspace=workspace, global_dir=tmp_path / "global")
+    make_extension(project_dir(workspace), "guard")
+    after = discover(workspace=workspace, global_dir=tmp_path / "global", vet=untrusted)
+    assert before == after  # the global copy that runs is unchanged: no restart
+    assert len(after[0].passed_over) == 1
+
+
+# --- reading a cloned repository warily (issue 15) --------------------------------------
+
+
+def bounded(fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a thread, failing (not hanging the run) if it blocks."""
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(fn()), daemon=True)
+    thread.start()
+    thread.join(30)  # a hang guard: a blocking read never returns
+    assert not thread.is_alive(), "the read blocked"
+    return result[0]
+
+
+def test_a_manifest_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    directory = tmp_path / "x"
+    directory.mkdir()
+    os.mkfifo(directory / MANIFEST)
+    found = bounded(lambda: load(directory, Scope.PROJECT))
+    assert found.error == f"cannot read {directory / MANIFEST}: it is a FIFO, not a regular file"
+
+
+def test_a_manifest_linked_to_a_device_is_refused_unopened(tmp_path: Path) -> None:
+    directory = tmp_path / "x"
+    directory.mkdir()
+    (directory / MANIFEST).symlink_to("/dev/zero")
+    found = bounded(lambda: load(directory, Scope.PROJECT))
+    assert found.error == (
+        f"cannot read {directory / MANIFEST}: it is a character device, not a regular file"
+    )
+
+
+def test_a_manifest_linked_to_a_fifo_is_refused(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    directory = tmp_path / "x"
+    directory.mkdir()
+    (directory / MANIFEST).symlink_to(tmp_path / "pipe")
+    found = bounded(lambda: load(directory, Scope.PROJECT))
+    assert found.error.endswith("it is a FIFO, not a regular file")
+
+
+def test_a_huge_manifest_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "x"
+    write_manifest(
+        directory,
+        '{"name": "x", "exec": "./run", "description": "' + "a" * MAX_MANIFEST_BYTES + '"}',
+    )
+    assert (
+        manifest_error(directory) == f"cannot read {directory / MANIFEST}: it is larger than 64 KiB"
+    )
+
+
+def test_a_manifest_that_is_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "x" / MANIFEST).mkdir(parents=True)
+    assert manifest_error(tmp_path / "x").endswith("it is a directory, not a regular file")
+
+
+def test_discovery_of_a_hostile_project_finishes(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    root = project_dir(workspace)
+    for name in ("fifo", "zero"):
+        (root / name).mkdir(parents=True)
+    os.mkfifo(root / "fifo" / MANIFEST)
+    (root / "zero" / MANIFEST).symlink_to("/dev/zero")
+    os.mkfifo(root / "not-a-dir")  # an entry that is no directory is skipped, unopened
+    (root / "loop").symlink_to(root / "loop")
+    make_extension(tmp_path / "global", "fifo")
+    found = bounded(lambda: discover(workspace=workspace, global_dir=tmp_path / "global"))
+    by_name = {f.name: f for f in found}
+    assert sorted(by_name) == ["fifo", "zero"]
+    assert by_name["fifo"].scope == "global"  # the broken project copy gives way
+    assert by_name["fifo"].passed_over[0].reason.endswith("it is a FIFO, not a regular file")
+    assert by_name["zero"].error.endswith("it is a character device, not a regular file")
+
+
+def test_a_scope_reads_at_most_max_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from zotd.model import manifest
+
+    monkeypatch.setattr(manifest, "MAX_DIRS", 3)
+    for i in range(5):
+        make_extension(tmp_path / "global", f"e{i}")
+    with caplog.at_level(logging.WARNING, logger="zotd.model.manifest"):
+        found = discover(workspace=None, global_dir=tmp_path / "global")
+    assert [f.name for f in found] == ["e0", "e1", "e2"]
+    assert "has 5 extension directories: only the first 3 (by name) are read" in caplog.text

@@ -16,6 +16,7 @@ from cyclopts import App
 
 from ..client import Client
 from ..model import manage, trust
+from ..model.manifest import every_copy, to_enable
 from ..protocol import agent as ap
 from . import ext_logs
 from .common import Options, Where, die, print_json, settings, with_client
@@ -234,6 +235,8 @@ def _set_enabled(name: str, enabled: bool, opts: Options | None, where: Where | 
 
     def offline() -> int:
         found = find_local(o, where, name)
+        if enabled:  # a disabled project copy that gave way to a global one, if any
+            found = to_enable(found)
         change = partial(manage.set_enabled, found, enabled)
         try:
             if found.scope == "project":
@@ -336,7 +339,8 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
 
     def offline() -> int:
         paths, _ = settings(where)
-        project = [f for f in local(o, where)[0] if f.scope == "project"]
+        # Also the copies that give way to a global one until trusted.
+        project = [f for f in every_copy(local(o, where)[0]) if f.scope == "project"]
         broken = [f for f in project if f.error]
         for f in broken:
             print(printable(f"{f.name} cannot start: {f.error}"), file=sys.stderr)

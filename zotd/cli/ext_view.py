@@ -61,16 +61,34 @@ def offline_info(f: Found, workspace: str = "") -> ap.ExtensionInfo:
         log_tail=[],
         warnings=list(f.warnings),
         hint=why.clause() if why is not None else "",
+        passed_over=[
+            ap.PassedOver(scope=a.found.scope, dir=str(a.found.dir), why=a.why, reason=a.reason)
+            for a in f.passed_over
+        ],
     )
 
 
+def instead(info: ap.ExtensionInfo) -> list[str]:
+    """Which copy runs and why, for each project-local copy of the same name
+    that gave way to it (untrusted, disabled, broken): ``the global copy
+    runs, not the project copy in DIR: REASON``. Copies it hides by
+    precedence go unsaid (``--json`` lists them too)."""
+    return [
+        f"the {info.scope} copy runs, not the {p.scope} copy in {p.dir}: {p.reason}"
+        for p in info.passed_over
+        if p.why != "hidden"
+    ]
+
+
 def describe(info: ap.ExtensionInfo) -> str:
-    """``ready; provides /hello, weather``, or ``failed: <why; what to do>``
+    """``ready; provides /hello, weather``, or ``failed: <why; what to do>``,
+    then which copy runs if a project-local one gave way to it (:func:`instead`)
     (escaped for a terminal: :func:`.output.printable`)."""
     provides = [f"/{c}" for c in info.commands] + info.tools
     what = f"; provides {', '.join(provides)}" if provides else ""
     hint = f": {info.hint}" if info.hint and info.state not in ("ready", "starting") else ""
-    return printable(f"{info.state}{what}{hint}")
+    copies = "".join(f"; {note}" for note in instead(info))
+    return printable(f"{info.state}{what}{hint}{copies}")
 
 
 def provides(info: ap.ExtensionInfo) -> str:
@@ -143,6 +161,8 @@ def _notes(i: ap.ExtensionInfo) -> list[str]:
     notes = []
     if i.hint and i.state not in ("ready", "starting"):
         notes.append(i.hint)
+    for note in instead(i):
+        notes.append(f"{i.name}: {note}")
     for s in i.shadowed:
         notes.append(f"{i.name}: {s.name} is hidden: {s.reason}")
     for w in i.warnings:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 
 from ..model import manage, trust
-from ..model.manifest import Found
+from ..model.manifest import Found, discover
 from .common import Options, Where, die, settings
 
 
@@ -18,15 +19,14 @@ def workspace_of(opts: Options) -> Path:
 
 def local(opts: Options, where: Where | None) -> tuple[list[Found], Path]:
     """What is installed for this directory (no daemon needed), and the global dir;
-    project-local extensions not trusted yet are marked as the daemon would."""
+    project-local extensions not trusted yet are marked as the daemon would
+    (and, as there, give way to a global one of the same name)."""
     paths, config = settings(where)
     workspace = workspace_of(opts)
-    found = manage.installed(workspace=workspace, global_dir=paths.extensions_dir)
+    vet = None
     if not config.trust_project_extensions:
-        store = trust.load(paths.home)
-        for f in found:
-            if f.scope == "project" and not f.error:
-                f.untrusted = trust.distrust_reason(f, workspace, store)
+        vet = partial(trust.vet, workspace=workspace, store=trust.load(paths.home))
+    found = discover(workspace=workspace, global_dir=paths.extensions_dir, vet=vet)
     return found, paths.extensions_dir
 
 

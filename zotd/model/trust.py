@@ -3,10 +3,35 @@
 Project-local extensions (``<project>/.zot/extensions/``) arrive with
 whatever repository the user cloned, so zotd runs them only once the user
 has trusted them (``zot ext trust``), or has set ``trust_project_extensions
-= true``. Trust is pinned to content: a fingerprint of the manifest and of
-the files it runs (the executable and any argument naming a file in the
-extension's directory). When any of them changes, the extension is
-untrusted again until trusted again.
+= true``. Trust is pinned to content: a fingerprint of everything in the
+extension's directory (:func:`fingerprint`). When anything there changes,
+the extension is untrusted again until trusted again.
+
+What the fingerprint covers, and what it refuses:
+
+- Every regular file under the extension's directory, by path, content and
+  executable bit; every directory by path; every symbolic link by its
+  target (as written: a link is never followed, so its target is pinned
+  where it lies, inside the directory); a FIFO, socket or device by its
+  kind (never opened). The one thing left out is a directory named
+  ``.git``: git rewrites it on its own (index refreshes, gc), nothing an
+  extension runs lives there, and a cloned repository cannot contain one.
+- Bounded: at most :data:`MAX_ENTRIES` entries, :data:`MAX_FILE_BYTES` per
+  file and :data:`MAX_TOTAL_BYTES` in all. Past a bound the extension
+  cannot be trusted (:class:`Untrustable`, shown as its error), rather
+  than trusted on part of its content.
+- Only what it can pin may run. An extension cannot be trusted if its
+  ``exec`` lies outside its directory (an absolute path, or one with
+  ``..``) and is not a program found on ``PATH`` (an interpreter:
+  ``"exec": "python3"``, or the very file ``python3`` finds there); if one
+  of its arguments names a path outside it (absolute, with ``..``, or
+  through a link leading out); or if it holds a link leading out of it: a
+  change there would not change the fingerprint.
+
+What the fingerprint cannot see: the interpreter found on ``PATH`` and its
+libraries, and whatever the extension's own code chooses to read from
+elsewhere once it runs (that code is pinned, so it was there when the user
+trusted it).
 
 The store is ``$ZOT_HOME/trust.json`` (0600)::
 
@@ -18,34 +43,198 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
+import struct
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
-from .manifest import MANIFEST, Found
+from .manifest import FileRefused, Found, open_regular, read_chunks
 
 TRUST_FILE = "trust.json"
 
+#: The most entries (files, directories, links) an extension's directory
+#: may hold and still be trusted.
+MAX_ENTRIES = 10_000
+#: The largest file an extension's directory may hold and still be trusted.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: The most bytes of files an extension's directory may hold and still be trusted.
+MAX_TOTAL_BYTES = 128 * 1024 * 1024
+
+#: Directories left out of the fingerprint (see the module's docstring).
+SKIPPED_DIRS = frozenset({".git"})
+
+#: Starts every digest: a fingerprint of another layout never matches.
+_FORMAT = b"zotd-trust-2\0"
+
+
+class Untrustable(Exception):
+    """An extension whose content cannot be pinned; the message says why."""
+
+
+class _Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
 
 def fingerprint(found: Found) -> str:
-    """A digest of the manifest and of every file it runs from its directory."""
-    digest = hashlib.sha256()
-    digest.update(_read(found.dir / MANIFEST))
-    root = found.dir.resolve()
-    for arg in found.argv:
-        path = (found.dir / arg).resolve()
-        if path.is_file() and path.is_relative_to(root):
-            digest.update(b"\0" + os.fsencode(path.relative_to(root)) + b"\0")
-            digest.update(_read(path))
+    """A digest of everything in ``found``'s directory (see the module's docstring).
+
+    Blocking and bounded: reads at most :data:`MAX_TOTAL_BYTES`, opening
+    regular files only.
+
+    Raises:
+        Untrustable: past a bound, or it would run what the digest cannot pin.
+    """
+    root = _root(found)
+    digest = hashlib.sha256(_FORMAT)
+    _walk(root, digest)
     return "sha256:" + digest.hexdigest()
 
 
-def _read(path: Path) -> bytes:
+def check(found: Found) -> None:
+    """The refusals of :func:`fingerprint`, without reading a file's content
+    (one ``lstat`` per entry): whether ``found`` could be trusted at all.
+
+    Raises:
+        Untrustable: as :func:`fingerprint`.
+    """
+    _walk(_root(found), None)
+
+
+def _root(found: Found) -> str:
+    root = os.path.realpath(found.dir)
+    if not os.path.isdir(root):
+        raise Untrustable(f"{found.dir} is not a directory")
+    _confine(found, root)
+    return root
+
+
+def _inside(path: str, root: str) -> bool:
     try:
-        return path.read_bytes()
-    except OSError:
-        return b""
+        if os.path.commonpath([path, root]) != root:
+            return False
+    except ValueError:
+        return False
+    rel = os.path.relpath(path, root)
+    return not any(part in SKIPPED_DIRS for part in rel.split(os.sep))
+
+
+def _confine(found: Found, root: str) -> None:
+    """Refuses an ``exec`` or argument outside the directory (see the module)."""
+    manifest = found.manifest
+    if manifest is None or not found.argv:
+        return
+    exe = manifest.exec
+    if not found.exec_on_path and not _inside(os.path.realpath(found.argv[0]), root):
+        raise Untrustable(
+            f"its `exec` {exe!r} is outside its directory ({os.path.realpath(found.argv[0])}) "
+            "and not a program found on PATH; zotd pins only what is inside it (name an "
+            'interpreter bare, to be found on PATH: "exec": "python3")'
+        )
+    for arg in manifest.args:
+        values = [arg]
+        if arg.startswith("-") and "=" in arg:
+            values.append(arg.split("=", 1)[1])  # --require=../x.js
+        for value in values:
+            if not value:
+                continue
+            path = os.path.join(found.dir, value)  # an absolute value stays itself
+            leaves = os.path.isabs(value) or ".." in value.split("/")
+            if (leaves or os.path.lexists(path)) and not _inside(os.path.realpath(path), root):
+                raise Untrustable(
+                    f"its argument {arg!r} names a path outside its directory "
+                    f"({os.path.realpath(path)}); zotd pins only what is inside it"
+                )
+
+
+def _record(digest: _Digest | None, kind: bytes, rel: str, payload: bytes) -> None:
+    if digest is None:
+        return
+    name = os.fsencode(rel)
+    digest.update(kind + struct.pack(">I", len(name)) + name)
+    digest.update(struct.pack(">Q", len(payload)) + payload)
+
+
+def _walk(root: str, digest: _Digest | None) -> None:
+    """Pins every entry under ``root`` into ``digest`` (or only checks the
+    bounds and links, if ``None``), in name order."""
+    entries = 0
+    total = 0
+    todo = [""]  # directories still to list, relative to root; depth first, by name
+    while todo:
+        rel_dir = todo.pop()
+        listed: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(os.path.join(root, rel_dir)) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > MAX_ENTRIES:
+                        raise Untrustable(
+                            f"it holds more than {MAX_ENTRIES} files and directories, "
+                            f"more than zotd pins"
+                        )
+                    listed.append(entry)
+        except OSError as exc:
+            raise Untrustable(f"cannot list {rel_dir or '.'}: {exc.strerror}") from None
+        listed.sort(key=lambda e: e.name)
+        subdirs: list[str] = []
+        for entry in listed:
+            rel = os.path.join(rel_dir, entry.name)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                raise Untrustable(f"cannot read {rel}: {exc.strerror}") from None
+            mode = st.st_mode
+            if stat.S_ISLNK(mode):
+                target = os.readlink(entry.path)
+                if not _inside(os.path.realpath(entry.path), root):
+                    raise Untrustable(
+                        f"{rel} links outside its directory (to {target}); "
+                        "zotd pins only what is inside it"
+                    )
+                _record(digest, b"L", rel, os.fsencode(target))
+            elif stat.S_ISDIR(mode):
+                if entry.name in SKIPPED_DIRS:
+                    continue
+                _record(digest, b"D", rel, b"")
+                subdirs.append(rel)
+            elif stat.S_ISREG(mode):
+                if st.st_size > MAX_FILE_BYTES:
+                    raise Untrustable(f"{rel} is larger than {MAX_FILE_BYTES >> 20} MiB")
+                total += st.st_size
+                if total > MAX_TOTAL_BYTES:
+                    raise Untrustable(
+                        f"its files add up to more than {MAX_TOTAL_BYTES >> 20} MiB, "
+                        "more than zotd pins"
+                    )
+                if digest is not None:
+                    kind = b"X" if mode & 0o111 else b"F"
+                    _record(digest, kind, rel, _content_digest(entry.path, rel))
+            else:  # a FIFO, socket or device: pinned by kind, never opened
+                _record(digest, b"S", rel, str(stat.S_IFMT(mode)).encode())
+        todo.extend(reversed(subdirs))
+
+
+def _content_digest(path: str, rel: str) -> bytes:
+    try:
+        fd = open_regular(path, MAX_FILE_BYTES, follow_symlinks=False)
+    except FileRefused as exc:
+        raise Untrustable(f"cannot read {rel}: {exc}") from None
+    except OSError as exc:
+        raise Untrustable(f"cannot read {rel}: {exc.strerror}") from None
+    try:
+        content = hashlib.sha256()
+        for chunk in read_chunks(fd, MAX_FILE_BYTES):
+            content.update(chunk)
+        return content.digest()
+    except FileRefused as exc:
+        raise Untrustable(f"cannot read {rel}: {exc}") from None
+    except OSError as exc:
+        raise Untrustable(f"cannot read {rel}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def load(home: Path) -> dict[str, dict[str, str]]:
@@ -65,9 +254,17 @@ def load(home: Path) -> dict[str, dict[str, str]]:
 
 
 def distrust_reason(found: Found, workspace: Path, store: dict[str, dict[str, str]]) -> str:
-    """Why a project extension may not run ("" if it may)."""
+    """Why a project extension may not run ("" if it may).
+
+    Hashes its directory only if it was trusted before (to compare); one
+    never trusted is only checked (:func:`check`).
+
+    Raises:
+        Untrustable: it could not be trusted at all.
+    """
     pinned = store.get(str(workspace), {}).get(found.name)
     if pinned is None:
+        check(found)
         why = "project-local extensions run only once trusted"
     elif pinned != fingerprint(found):
         why = "it changed since it was trusted"
@@ -76,23 +273,39 @@ def distrust_reason(found: Found, workspace: Path, store: dict[str, dict[str, st
     return f"{why}: run `zot ext trust` in {workspace} to allow it"
 
 
+def vet(found: Found, workspace: Path, store: dict[str, dict[str, str]]) -> None:
+    """Marks a project extension as the trust store has it: ``untrusted``
+    says why it may not run; ``error``, why it could never be trusted
+    (:class:`Untrustable`). The ``vet`` of :func:`~zotd.model.manifest.discover`."""
+    try:
+        found.untrusted = distrust_reason(found, workspace, store)
+    except Untrustable as exc:
+        found.error = f"cannot be trusted: {exc}"
+
+
 def trust(home: Path, workspace: Path, found: list[Found]) -> list[str]:
     """Pins the current content of ``found`` as trusted in ``workspace``.
 
-    Returns the names trusted. Written atomically, 0600.
+    Returns the names trusted: those that cannot be (:class:`Untrustable`)
+    are left out, and not pinned. Written atomically, 0600.
     """
+    prints: dict[str, str] = {}
+    for ext in found:  # outside the lock: hashing may take a while
+        try:
+            prints[ext.name] = fingerprint(ext)
+        except Untrustable:
+            continue
     with _writing:  # the daemon may trust from several threads at once
         store = load(home)
         pinned = store.setdefault(str(workspace), {})
-        for ext in found:
-            pinned[ext.name] = fingerprint(ext)
+        pinned.update(prints)
         home.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{TRUST_FILE}.", dir=home)  # 0600
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             json.dump({"version": 1, "workspaces": store}, out, indent=2, sort_keys=True)
             out.write("\n")
         os.replace(tmp, home / TRUST_FILE)
-    return [ext.name for ext in found]
+    return [ext.name for ext in found if ext.name in prints]
 
 
 def keep_trust(home: Path, workspace: Path, found: Found, change: Callable[[], None]) -> None:
@@ -100,7 +313,10 @@ def keep_trust(home: Path, workspace: Path, found: Found, change: Callable[[], N
     enable``/``disable``), and keeps ``found`` trusted in ``workspace`` if it was:
     what the user writes, the user trusts."""
     store = load(home)
-    was = store.get(str(workspace), {}).get(found.name) == fingerprint(found)
+    try:
+        was = store.get(str(workspace), {}).get(found.name) == fingerprint(found)
+    except Untrustable:
+        was = False
     change()
     if was:
         trust(home, workspace, [found])

@@ -25,6 +25,22 @@ class Shadowed(msgspec.Struct):
     reason: str
 
 
+class PassedOver(msgspec.Struct):
+    """Another copy of an extension, found in the workspace and not used.
+
+    ``scope`` and ``dir`` say which copy; ``why`` is ``untrusted``,
+    ``disabled`` or ``failed`` for a project-local copy that cannot run
+    (it does not hide the user's own copy: the one listed runs instead),
+    or ``hidden`` for a copy that a higher-precedence one (the one listed)
+    hides; ``reason`` says it in words (for ``untrusted``, with what to do:
+    ``zot ext trust`` makes that copy take over)."""
+
+    scope: str
+    dir: str
+    why: str
+    reason: str
+
+
 class ShadowedInfo(msgspec.Struct):
     """A registration that lost its name (``list_commands``, ``list_tools``):
     ``extension`` registered ``name`` (a command's without the ``/``), but
@@ -107,6 +123,8 @@ class ExtensionInfo(msgspec.Struct):
     #: in the words of the errors (``weather is disabled; run `zot ext enable
     #: weather```); else "".
     hint: str = ""
+    #: The other copies of this name found and not used (this one is), with why.
+    passed_over: list[PassedOver] = []
 
 
 class ExtensionsData(msgspec.Struct):

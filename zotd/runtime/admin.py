@@ -30,7 +30,7 @@ import trio
 from ..model import hints, manage, trust
 from ..model.errors import RequestError
 from ..model.logfiles import tail
-from ..model.manifest import Found, Scope, every_copy, project_dir
+from ..model.manifest import Found, Scope, every_copy, project_dir, to_enable
 from ..protocol import agent as ap
 from . import threads
 from .extension import State
@@ -166,6 +166,8 @@ async def set_enabled(hub: Hub, ws: Workspace, name: str, enabled: bool) -> ap.E
     not yet refreshed pick the change up at their next reload.
     """
     found = await _lookup(ws, name)
+    if enabled:  # a disabled project copy that gave way to a global one, if any
+        found = to_enable(found)
     _refuse_explicit(found)
     change = partial(manage.set_enabled, found, enabled)
     # One toggle of a manifest at a time, write and refresh: each caller's

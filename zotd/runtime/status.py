@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from ..protocol import extension as ep
-from ..protocol.agent import ExtensionInfo, Shadowed
+from ..protocol.agent import ExtensionInfo, PassedOver, Shadowed
 
 if TYPE_CHECKING:
     from .extension import Extension
@@ -100,4 +100,8 @@ def info(
         uptime_s=uptime,
         shadowed=shadowed or [],
         hint=hint,
+        passed_over=[
+            PassedOver(scope=a.found.scope, dir=str(a.found.dir), why=a.why, reason=a.reason)
+            for a in ext.found.passed_over
+        ],
     )

@@ -15,8 +15,10 @@ and what the extensions report. The answers to requests are
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -38,6 +40,11 @@ from .process import Spawner
 from .requests import Requests
 
 log = logging.getLogger(__name__)
+
+#: At most one ``extension_state`` push per extension this often (seconds)
+#: while only its registrations change (late registrations, in a burst);
+#: a change of state is pushed at once. See :meth:`Workspace._push_state`.
+STATE_PUSH_INTERVAL = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +94,14 @@ class Workspace(Requests):
         self.panels = Panels(self.extensions)
         #: Guards that have rewritten an event (see zotd.runtime.intercept).
         self._rewriters: set[str] = set()
+        #: ``extension_state`` pushes: the extensions whose push is held back
+        #: (their registrations changed, their state did not), in order;
+        #: what each name's last push showed (the extension and its state),
+        #: and when it went (trio time). See :meth:`_push_state`.
+        self._held: dict[str, Extension] = {}
+        self._pushed: dict[str, tuple[Extension, str]] = {}
+        self._pushed_at: dict[str, float] = {}
+        self._held_changed = trio.Event()
 
     # --- lifetime -----------------------------------------------------------------
 
@@ -113,6 +128,7 @@ class Workspace(Requests):
             for f in found:
                 self._start(f)
             nursery.start_soon(self._idle_watch)
+            nursery.start_soon(self._push_held)
             log.info("workspace %s: %d extension(s)", self.root, len(found))
             self.started.set()
             task_status.started()
@@ -129,33 +145,40 @@ class Workspace(Requests):
 
     def discover(self) -> list[Found]:
         """What the workspace's extensions are on disk now, one per name,
-        project-local ones marked if the user has not trusted them.
+        project-local ones marked if the user has not trusted them (a
+        project-local copy that may not run gives way to a global one: see
+        :func:`~zotd.model.manifest.discover`).
 
-        Blocks: it reads every manifest and hashes the files each untrusted
-        project-local extension runs (trust fingerprints). Async code calls
-        :meth:`scan`.
+        Blocks, bounded: it reads every manifest (regular files only, of
+        at most 64 KiB), and walks the directory of each project-local
+        extension (hashing it, up to the bounds of :mod:`zotd.model.trust`,
+        if it was trusted before). Async code calls :meth:`scan`.
         """
-        found = discover(
+        vet = None
+        if not self._config.trust_project_extensions:
+            store = trust.load(self._ctx.paths.home)
+            vet = partial(trust.vet, workspace=self.root, store=store)
+        return discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
             explicit=self._ctx.explicit,
             path_env=self._ctx.env.get("PATH", ""),
+            vet=vet,
         )
-        if not self._config.trust_project_extensions:
-            store = trust.load(self._ctx.paths.home)
-            for f in found:
-                if f.scope == Scope.PROJECT and not f.error:
-                    f.untrusted = trust.distrust_reason(f, self.root, store)
-        return found
 
     def _new(self, found: Found) -> Extension:
+        env = extension_env(self._ctx.env, found.manifest, str(self._ctx.paths.home))
+        if found.scope == Scope.PROJECT:
+            # Python's bytecode cache, written into the directory trust pins,
+            # would read as a change (unless its manifest sets this itself).
+            env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
         ext = Extension(
             found,
             host=self,
             config=self._config,
             log_path=self._ctx.paths.extension_log(found.name),
             spawner=self._ctx.spawner,
-            env=extension_env(self._ctx.env, found.manifest, str(self._ctx.paths.home)),
+            env=env,
         )
         self.extensions[ext.name] = ext
         self.registry.begin(ext.name)
@@ -234,6 +257,7 @@ class Workspace(Requests):
                 return None
             old = self.extensions.get(name)
             if old is not None and found is not None and not reload and old.found == found:
+                old.found.passed_over = found.passed_over  # what it stands in for now
                 return old  # unchanged
             if old is not None:
                 await old.stop(ap.ErrorCode.EXTENSION_FAILED)
@@ -241,7 +265,7 @@ class Workspace(Requests):
                 if old is not None:
                     del self.extensions[name]
                     self.registry.forget(name)
-                    self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
+                    self._push_removed(name)
                 return None
             ext = self._start(found)  # in the old one's place in the listing
             if reload and old is not None:
@@ -378,8 +402,33 @@ class Workspace(Requests):
         self.panels.on_frame(ext, frame)
 
     def _push_state(self, ext: Extension) -> None:
+        """Tells the subscribers what ``ext`` is and holds now, coalesced.
+
+        A change of state (or a new process under the name) is pushed at
+        once, in order with everything else. A change of its registrations
+        alone (a registration after ``ready``) is held back: the first is
+        pushed in the next scheduling round, and later ones at most once
+        per :data:`STATE_PUSH_INTERVAL`, each push carrying the latest of
+        everything held. Each push lists all the extension's names (O(its
+        tools) to build and send), so one push per registration would make
+        a burst of N tools cost O(N²); held back, a burst costs one push per
+        interval it lasts (a few), the last one complete, and the event loop
+        stays free for everybody else's requests meanwhile.
+        """
         if not self.subscribers:
             return
+        last = self._pushed.get(ext.name)
+        if last is not None and last[0] is ext and last[1] == ext.state:
+            if ext.name not in self._held:
+                self._held[ext.name] = ext
+                self._held_changed.set()
+            return
+        self._held.pop(ext.name, None)  # what was held goes in this push
+        self._send_state(ext)
+
+    def _send_state(self, ext: Extension) -> None:
+        self._pushed[ext.name] = (ext, ext.state)
+        self._pushed_at[ext.name] = trio.current_time()
         frame = ap.ExtensionStatePush(
             extension=ext.name,
             state=ext.state,
@@ -390,6 +439,34 @@ class Workspace(Requests):
             else "",
         )
         self._push(ap.encode(frame))
+
+    def _push_removed(self, name: str) -> None:
+        self._held.pop(name, None)
+        self._pushed.pop(name, None)
+        self._pushed_at.pop(name, None)
+        self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
+
+    async def _push_held(self) -> None:
+        """Pushes the held-back states (see :meth:`_push_state`), each once
+        its interval since its last push has passed; runs until cancelled."""
+        while True:
+            if not self._held:
+                await self._held_changed.wait()
+                self._held_changed = trio.Event()
+                continue
+            due = min(self._pushed_at.get(n, -math.inf) for n in self._held)
+            due += STATE_PUSH_INTERVAL
+            with trio.move_on_at(due):
+                await self._held_changed.wait()
+            self._held_changed = trio.Event()
+            # At least one more round: whatever else arrives in this one joins.
+            await trio.lowlevel.checkpoint()
+            now = trio.current_time()
+            for name, ext in list(self._held.items()):
+                if self._pushed_at.get(name, -math.inf) + STATE_PUSH_INTERVAL <= now:
+                    del self._held[name]
+                    if self.subscribers and self.extensions.get(name) is ext:
+                        self._send_state(ext)
 
     def _push(self, frame: bytes) -> None:
         for sub in list(self.subscribers):
