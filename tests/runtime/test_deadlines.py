@@ -548,3 +548,33 @@ async def test_reload_during_backoff_starts_it_now(
     assert elapsed(start) == 0
     await trio.sleep(30)  # the old backoff does not start a second one
     assert ws.extensions["c"].restarts <= 2
+
+
+async def test_a_silent_guard_leaves_the_rewrite_time_to_be_checked(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    # "a" rewrites an extension tool's arguments at 1 s; "b" never answers.
+    # The guards still thinking get the deadline less the check's reserve
+    # (0.5 s of 5 s), so the rewrite is checked, and stands, at 4.5 s; without
+    # the reserve the check would have no time left and block the call.
+    async def tool_owner(io: FakeIO) -> None:
+        await io.hello("owner", tools=["t"])
+        async for _ in io.frames():
+            pass
+
+    behaviours = {
+        "a": rewriting("a", 1, x=1),
+        "b": mute("b", intercept=["tool_call"]),
+        "owner": tool_owner,
+    }
+    ws, _ = await open_workspace(nursery, paths, project, behaviours)
+    await ws.wait_settled()
+    payload = {"tool_name": Raw(b'"t"'), "tool_args": Raw(b'{"cmd":"ls"}')}
+    start = trio.current_time()
+    verdict = await ws.intercept("tool_call", payload)
+    assert elapsed(start) == 4.5
+    assert (verdict.block, verdict.args, verdict.rewritten_by) == (
+        False,
+        Raw(b'{"cmd":"ls","x":1}'),
+        ["a"],
+    )

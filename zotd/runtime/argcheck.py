@@ -40,6 +40,7 @@ import zotd
 
 from ..model import args as model_args
 from ..model.registry import Tool
+from . import threads
 
 log = logging.getLogger(__name__)
 
@@ -170,9 +171,7 @@ async def check_args(tool: Tool, args: msgspec.Raw, deadline: float) -> str | No
         if not in_child:
             async with limiter:
                 started = trio.current_time()
-                result = await trio.to_thread.run_sync(
-                    tool.check_args, args, abandon_on_cancel=True
-                )
+                result = await threads.run_sync(tool.check_args, args, abandon_on_cancel=True)
         else:
             async with limiter:
                 started = trio.current_time()

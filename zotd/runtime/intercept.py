@@ -100,6 +100,18 @@ def order(guards: Sequence[Extension], priority: Callable[[str], int]) -> list[E
     return sorted(guards, key=lambda ext: (priority(ext.name), ext.name))
 
 
+#: The most of an intercept's deadline kept back for checking rewritten
+#: arguments: once a guard has rewritten them, the guards still thinking get
+#: the deadline less this (or less a tenth of it, if smaller), so that a
+#: silent guard cannot leave the check no time and so block the call.
+CHECK_RESERVE = 0.5
+
+
+def check_reserve(limit: float) -> float:
+    """What of an intercept's ``limit`` the argument check is sure to have."""
+    return min(CHECK_RESERVE, limit / 10)
+
+
 class Decision:
     """Asks ``guards`` (already in order) about one event.
 
@@ -145,7 +157,9 @@ class Decision:
         """Decides, within ``limit`` seconds.
 
         Rewritten ``tool_args`` are checked against the tool's schema within
-        what is left of ``limit`` (see :func:`.argcheck.check_args`).
+        what is left of ``limit`` (see :func:`.argcheck.check_args`); once
+        they are rewritten, the guards still thinking get ``limit`` less
+        :func:`check_reserve`, so that the check has that much at least.
 
         Raises:
             RequestError: ``frame_too_large``: the event, as the agent sent it
@@ -172,6 +186,9 @@ class Decision:
                         await self._wake.wait()
                         continue
                     self._take(answer)  # type: ignore[arg-type]
+                    if self.outcome.args is not None and self._checked_tool() is not None:
+                        # The check of the rewrite must have time left.
+                        scope.deadline = min(scope.deadline, deadline - check_reserve(limit))
             if scope.cancelled_caught:
                 self._settle_at_deadline(limit)
             if self.outcome.args is not None and not self.outcome.blocked_by:
@@ -322,14 +339,10 @@ class Decision:
         """Blocks the call if rewritten arguments of an extension's tool do not
         fit its schema, or cannot be checked by ``deadline``."""
         out = self.outcome
-        try:
-            tool_name = msgspec.json.decode(self._payload.get("tool_name", b'""'))
-        except msgspec.DecodeError:
-            return
-        tools = self._tools or {}
-        tool = tools.get(tool_name) if isinstance(tool_name, str) else None
+        tool = self._checked_tool()
         if tool is None or out.args is None:
             return
+        tool_name = tool.name
         names = ", ".join(repr(n) for n in out.rewritten_by)
         try:
             error = await argcheck.check_args(tool, out.args, deadline)
@@ -351,6 +364,17 @@ class Decision:
         if guard is not None:
             guard.note(f"rewrite refused: {reason}")
         out.block(last, reason)
+
+    def _checked_tool(self) -> Tool | None:
+        """The extension's tool whose arguments are at stake (rewritten
+        arguments of it are checked against its schema); ``None`` for a
+        built-in tool, an unknown one, or an event that is no tool call."""
+        try:
+            tool_name = msgspec.json.decode(self._payload.get("tool_name", b'""'))
+        except msgspec.DecodeError:
+            return None
+        tools = self._tools or {}
+        return tools.get(tool_name) if isinstance(tool_name, str) else None
 
     def _settle_at_deadline(self, timeout: float) -> None:
         # Whoever has not answered counts as allow. Answers already in, to the

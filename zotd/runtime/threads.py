@@ -25,23 +25,24 @@ Ts = TypeVarTuple("Ts")
 _held: trio.lowlevel.RunVar[tuple[int, float]] = trio.lowlevel.RunVar("zotd_clock_held")
 
 
-async def run_sync(fn: Callable[[*Ts], T], *args: *Ts) -> T:
+async def run_sync(fn: Callable[[*Ts], T], *args: *Ts, abandon_on_cancel: bool = False) -> T:
     """Returns ``fn(*args)``, run in a worker thread.
 
     Cancellation waits for ``fn`` to return (a thread cannot be stopped; what
-    runs here is bounded file work), then raises :exc:`trio.Cancelled`. An
-    exception ``fn`` raises is raised here.
+    runs here is bounded file work), then raises :exc:`trio.Cancelled`; with
+    ``abandon_on_cancel``, it raises at once and the thread finishes on its
+    own, its result dropped. An exception ``fn`` raises is raised here.
     """
     clock = trio.lowlevel.current_clock()
     if not isinstance(clock, trio.testing.MockClock):
-        return await trio.to_thread.run_sync(fn, *args)
+        return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=abandon_on_cancel)
     count, threshold = _held.get((0, clock.autojump_threshold))
     if count == 0:
         threshold = clock.autojump_threshold
         clock.autojump_threshold = math.inf
     _held.set((count + 1, threshold))
     try:
-        return await trio.to_thread.run_sync(fn, *args)
+        return await trio.to_thread.run_sync(fn, *args, abandon_on_cancel=abandon_on_cancel)
     finally:
         count, threshold = _held.get()
         _held.set((count - 1, threshold))
