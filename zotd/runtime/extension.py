@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -34,13 +33,14 @@ from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
 from ..model.manifest import Found
-from ..model.restart import describe_exit, spawn_error
+from ..model.restart import spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
-from . import status
+from . import status, stopping
 from .calls import Calls, R
 from .extension_log import ExtensionLog
 from .inbox import Inbox
+from .outcome import Outcome
 from .process import Process, Spawner
 from .status import RUNNING, Host, State
 
@@ -119,10 +119,8 @@ class Extension:
         self.stop_requested = trio.Event()
         self._process: Process | None = None
         self._process_exited = trio.Event()
-        self._stop_code: str | None = None
-        #: Why zotd failed this run itself (a transient spawn error, a stdout
-        #: closed while running): a crash to restart from, with no exit code.
-        self._failure: str | None = None
+        #: A stop's code, and why zotd failed the run itself: how it ended.
+        self._outcome = Outcome()
         self._winding_down = False
         #: The requests it is sent, and its stdin.
         self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
@@ -166,7 +164,7 @@ class Extension:
                 reason, transient = spawn_error(self.found.argv[0], exc)
                 self._fail(reason)
                 if transient:  # EMFILE, ENOMEM, ...: restarted after the backoff
-                    self._failure = reason
+                    self._outcome.failure = reason
                 return
             self._process = process
             self.pid = process.pid
@@ -182,7 +180,7 @@ class Extension:
             self._finish()
 
     def _stopped_before_start(self) -> bool:
-        if self._stop_code is None:
+        if self._outcome.stop_code is None:
             return False
         if self.state == State.STARTING:
             self.state = State.EXITED
@@ -230,24 +228,25 @@ class Extension:
                 nursery.cancel_scope.cancel()
         finally:
             if self.exit_code is None:  # cancelled: kill the group and reap it
-                process.signal_group(signal.SIGKILL)
-                with trio.CancelScope(shield=True), trio.move_on_after(config.kill_timeout):
-                    self.exit_code = await process.wait()
+                self.exit_code = await stopping.kill_and_reap(process, config)
             self._process_exited.set()
             with trio.CancelScope(shield=True):
                 await process.stdout.aclose()  # now, not whenever the GC gets to it
 
     async def _watch_stdout(self, process: Process, reader_done: trio.Event) -> None:
         """Fails and stops the process if its stdout ends and it stays alive
-        (``EOF_GRACE`` later): no reply can come from it any more."""
+        (``EOF_GRACE`` later): no reply can come from it any more.
+
+        Cancellation (the process's tasks ending) raises :exc:`trio.Cancelled`
+        and leaves a stop it began where it was (see :meth:`_wind_down`)."""
         await reader_done.wait()
         with trio.move_on_after(EOF_GRACE):
             await self._process_exited.wait()
         if self._process_exited.is_set() or self.stop_requested.is_set() or self._refused:
             return
-        self._failure = "closed its stdout but kept running"
-        self.last_error = self._failure
-        self.note(f"{self._failure}; stopping it")
+        self._outcome.failure = "closed its stdout but kept running"
+        self.last_error = self._outcome.failure
+        self.note(f"{self._outcome.failure}; stopping it")
         self._calls.pending.fail_all(
             extension_failed(
                 f"extension {self.name!r} closed its stdout before replying (its process "
@@ -258,25 +257,13 @@ class Extension:
 
     def _finish(self) -> None:
         code = self.exit_code
-        if self._failure is not None and self._stop_code is None:
-            self.state = State.FAILED
-            self.last_error = self._failure
-            if self._process is not None:
-                self.note(describe_exit(code))
-        elif self._process is not None:
-            if self._refused or self.state == State.FAILED:
-                self.state = State.FAILED
-            elif self._stop_code is not None or code == 0:
-                self.state = State.EXITED
-                self.note(describe_exit(code))
-            else:
-                self.state = State.FAILED
-                self.last_error = self.last_error or describe_exit(code)
-                self.note(describe_exit(code))
-        error = RequestError(
-            self._stop_code or ErrorCode.EXTENSION_FAILED,
-            f"extension {self.name!r} {describe_exit(code)} before replying",
+        spawned = self._process is not None
+        self.state, self.last_error, line = self._outcome.judge(
+            self.state, self.last_error, code, spawned=spawned, refused=self._refused
         )
+        if line is not None:
+            self.note(line)
+        error = self._outcome.unanswered(self.name, code)
         if self._inbox is not None and self._inbox.noise.dropped:
             self.note(
                 f"dropped {self._inbox.noise.dropped} notify frames and bad lines "
@@ -300,8 +287,8 @@ class Extension:
         signal is sent, and the process is left to exit, or to be killed
         when :meth:`run` is cancelled (which owns it).
         """
-        if self._stop_code is None:
-            self._stop_code = code
+        if self._outcome.stop_code is None:
+            self._outcome.stop_code = code
         self.stop_requested.set()
         process = self._process
         if process is None or self._process_exited.is_set():
@@ -313,22 +300,17 @@ class Extension:
         await self.finished.wait()
 
     async def _wind_down(self, process: Process) -> None:
-        """``shutdown`` and stdin closed, then SIGTERM, then SIGKILL, each
-        after its deadline; returns once the process has exited (or been
-        SIGKILLed and waited for ``kill_timeout``)."""
+        """``shutdown`` and stdin closed, then :func:`.stopping.wind_down`
+        (SIGTERM, then SIGKILL, each after its deadline); returns once the
+        process has exited (or been SIGKILLed and waited for ``kill_timeout``).
+
+        Cancellation raises :exc:`trio.Cancelled` at once; no further signal
+        is sent."""
         self._winding_down = True
         self.state = State.STOPPING
         self._host.on_changed(self)
         self._calls.shutdown()
-        with trio.move_on_after(self._config.shutdown_timeout):
-            await self._process_exited.wait()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if self._process_exited.is_set():
-                break
-            self.note(f"did not exit after shutdown; sending {signal.Signals(sig).name}")
-            process.signal_group(sig)
-            with trio.move_on_after(self._config.kill_timeout):
-                await self._process_exited.wait()
+        await stopping.wind_down(process, self._process_exited, self._config, self.note)
 
     def ended_on_its_own(self) -> str | None:
         """Why the run ended, if it ended without being asked to and counts
@@ -338,18 +320,14 @@ class Extension:
         started, or still running."""
         if self._refused or self.stop_requested.is_set() or not self.finished.is_set():
             return None
-        if self._failure is not None:
-            return self._failure
-        if self._process is None:
-            return None
-        return describe_exit(self.exit_code)
+        return self._outcome.crash(self.exit_code, spawned=self._process is not None)
 
     @property
     def judged_exit_code(self) -> int | None:
         """The exit code the restart policy judges: the process's, or ``None``
         when zotd failed the run itself (so ``on-failure`` restarts it even
         if the process, told to shut down, then exited 0)."""
-        return None if self._failure is not None else self.exit_code
+        return self._outcome.judged_exit_code(self.exit_code)
 
     # --- what the handshake decides (see Inbox) -----------------------------------
 
@@ -367,16 +345,16 @@ class Extension:
     def _refuse(self, reason: str) -> None:
         self._fail(f"refused: {reason}")
         if self._process is not None:
-            self._process.signal_group(signal.SIGKILL)
+            stopping.kill(self._process)
 
     def stuck(self, reason: str) -> None:
         """Its stdin is stuck (see :mod:`.calls`): failed now, and killed, so
         that its restart policy applies (an end it did not ask for), with
         ``reason`` as the restart's reason."""
         self._fail(reason)
-        self._failure = reason
+        self._outcome.failure = reason
         if self._process is not None:
-            self._process.signal_group(signal.SIGKILL)
+            stopping.kill(self._process)
 
     def _fail(self, reason: str) -> None:
         self.state = State.FAILED
