@@ -10,12 +10,13 @@ client that does not read its replies is not read either. Push frames are
 dropped, and counted, when the client does not keep up, so a slow reader
 never holds up an extension or another client.
 
-Two things close a connection with an error frame: no successful ``hello``
+Two things close a connection with an error frame (the hello deadline and
+the eviction are :mod:`zotd.runtime.gatekeeper`'s): no successful ``hello``
 within ``client_hello_timeout``, and an unfinished request line that would
 take the bytes all connections hold in unfinished lines past
 ``max_buffered_bytes`` (one :class:`~zotd.runtime.streams.LineBudget` per
 hub). Its requests in flight are then cancelled, and the error frame gets
-:data:`CLOSE_GRACE` seconds to be written.
+:data:`~zotd.runtime.gatekeeper.CLOSE_GRACE` seconds to be written.
 
 What each request does is :mod:`zotd.runtime.dispatch`'s; the session
 gets the :class:`~zotd.runtime.hub.Hub` (workspaces, limits, shutdown
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import select
 from collections.abc import Callable
 from typing import Any
 
@@ -38,22 +38,16 @@ from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
 from .dispatch import CANCELLABLE, dispatch, refusal
+from .gatekeeper import CLOSE_GRACE, Gatekeeper
+from .hangup import watch_hangup
 from .hub import Hub
-from .streams import LineReader, Outbox, OverBudget, fileno_of
+from .streams import LineReader, Outbox, OverBudget
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 #: Frames that may wait for one client's writer.
 OUTBOX_SIZE = 1024
-
-#: After a client's input ends with requests in flight, how often to look
-#: whether it hung up (then they are cancelled) or only half-closed.
-HANGUP_CHECK = 0.1
-
-#: How long a connection closed by the daemon (no ``hello`` in time, too many
-#: bytes in unfinished lines) has to read the error frame before it is cut.
-CLOSE_GRACE = 1.0
 
 Code = ap.ErrorCode
 
@@ -90,13 +84,14 @@ class ClientSession:
         self._stream = stream
         self._outbox = Outbox(stream, OUTBOX_SIZE, hub.config.client_outbox_bytes)
         self._read_scope = trio.CancelScope()
-        #: Ends the wait for ``hello`` (cancelled once one succeeded).
-        self._hello_scope = trio.CancelScope()
-        #: A ``hello`` is being answered; its deadline passed meanwhile.
-        self._hello_running = False
-        self._hello_overdue = False
-        #: Closed by the daemon (see :meth:`_eject`).
-        self._ejected = False
+        #: The hello deadline; closing the connection from our side.
+        self._gate = Gatekeeper(
+            number,
+            hub.config.client_hello_timeout,
+            admitted=lambda: self.authenticated,
+            reply=self._reply,
+            stop_reading=self._read_scope.cancel,
+        )
         #: Requests of this connection being run now.
         self.in_flight = 0
         #: Tool calls in flight (they have no task): their request id, and
@@ -132,23 +127,31 @@ class ClientSession:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write, nursery.cancel_scope)
-                deadline = trio.current_time() + self.hub.config.client_hello_timeout
-                nursery.start_soon(self._await_hello, deadline)
+                deadline = trio.current_time() + self._gate.hello_timeout
+                nursery.start_soon(self._gate.await_hello, deadline)
                 async with trio.open_nursery() as requests:
                     with self._read_scope:
                         await self._read(requests)
-                    self._hello_scope.cancel()  # input ended: nothing more to wait for
-                    if self._ejected:
+                    self._gate.stop_waiting()  # input ended: nothing more to wait for
+                    if self._gate.evicted:
                         requests.cancel_scope.cancel()
-                    elif self.in_flight:
-                        nursery.start_soon(self._watch_hangup, nursery.cancel_scope)
-                if self._ejected:
+                    elif self.in_flight:  # a half-close, or a hangup?
+                        self._drained = trio.Event()
+                        nursery.start_soon(
+                            watch_hangup,
+                            self._stream,
+                            lambda: self.in_flight,
+                            self._drained,
+                            nursery.cancel_scope,
+                            self.number,
+                        )
+                if self._gate.evicted:
                     self._withdraw_calls()
                 while self._calls:
                     self._calls_idle = trio.Event()
                     await self._calls_idle.wait()
                 self._outbox.close()
-                if self._ejected:
+                if self._gate.evicted:
                     nursery.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
         except Exception:
             log.exception("client %d: internal error", self.number)
@@ -168,69 +171,29 @@ class ClientSession:
         # Before each request, wait while the outbox is full: a client that
         # does not read its replies is not read either (see `Outbox.room`).
         reader = LineReader(self._stream, self.hub.config.max_frame_bytes, self.hub.line_budget)
+        gate = self._gate
         try:
             async for lines in reader:
                 self._burst = len(lines) > 1
                 for line in lines:
                     if self._outbox.full:
                         await self._outbox.room()
-                    if self._ejected:
+                    if gate.evicted:
                         return
                     await self._on_line(line, requests)
-                    if self._ejected:
+                    if gate.evicted:
                         return
         except OverBudget as exc:
             log.warning("client %d: closed: %s", self.number, exc)
-            self._eject(Code.BUSY, f"{exc} (max_buffered_bytes); closing this connection")
+            gate.evict(Code.BUSY, f"{exc} (max_buffered_bytes); closing this connection")
         finally:
             reader.close()
-
-    async def _await_hello(self, deadline: float) -> None:
-        # Closes the connection if no `hello` has succeeded by `deadline`
-        # (a `hello` being answered then is let finish; see `_on_line`).
-        with self._hello_scope:
-            await trio.sleep_until(deadline)
-            if self._hello_running:
-                self._hello_overdue = True
-            elif not self.authenticated:
-                self._eject_for_no_hello()
-
-    def _eject_for_no_hello(self) -> None:
-        timeout = self.hub.config.client_hello_timeout
-        log.info("client %d: no hello in %g s; closing it", self.number, timeout)
-        self._eject(Code.HELLO_REQUIRED, f"no `hello` within {timeout:g} s; closing the connection")
-
-    def _eject(self, code: str, message: str) -> None:
-        """Closes the connection from our side: the error frame is queued
-        (``id`` and ``command`` null), reading stops, and :meth:`run` cancels
-        the requests in flight and gives the frame :data:`CLOSE_GRACE`."""
-        if self._ejected:
-            return
-        self._ejected = True
-        self._reply(ap.fail(None, None, code, message))
-        self._read_scope.cancel()
 
     def _withdraw_calls(self) -> None:
         for _, withdraw in self._calls.values():
             withdraw()
             self._request_done()
         self._calls.clear()
-
-    async def _watch_hangup(self, cancel_all: trio.CancelScope) -> None:
-        # Input ended with requests in flight: a half-close (the client still
-        # reads its replies) or a hangup (nobody left to read them). Only the
-        # socket's state tells them apart, so look at it until they are done.
-        fileno = fileno_of(self._stream)
-        if fileno is None:
-            return
-        self._drained = trio.Event()
-        while self.in_flight:
-            with trio.move_on_after(HANGUP_CHECK):
-                await self._drained.wait()
-            if self.in_flight and _hung_up(fileno()):
-                log.debug("client %d: hung up; cancelling its requests", self.number)
-                cancel_all.cancel()
-                return
 
     def close_soon(self) -> None:
         """Stops reading requests; in-flight ones finish, then the connection closes."""
@@ -297,16 +260,13 @@ class ClientSession:
         command = type(req).__struct_config__.tag
         assert isinstance(command, str)
         if isinstance(req, ap.Hello):
-            self._hello_running = True
+            self._gate.hello_running = True
             try:
                 reply = await self._answer(req, command, line)
             finally:
-                self._hello_running = False
+                self._gate.hello_running = False
             await self._send(reply)
-            if self.authenticated:
-                self._hello_scope.cancel()
-            elif self._hello_overdue:
-                self._eject_for_no_hello()
+            self._gate.hello_answered()
             return
         error = refusal(self, req)
         if error is not None:
@@ -452,13 +412,3 @@ class ClientSession:
 def _cancelled(rid: ap.Id, command: str) -> bytes:
     """The reply to a request the client gave up with ``cancel``."""
     return ap.fail(rid, command, Code.CANCELLED, "cancelled by the client")
-
-
-def _hung_up(fd: int) -> bool:
-    """Whether the peer of socket ``fd`` has closed it entirely (not just its
-    writing side): ``POLLHUP`` without waiting."""
-    if fd < 0:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLHUP)
-    return any(events & (select.POLLHUP | select.POLLERR) for _, events in poller.poll(0))
