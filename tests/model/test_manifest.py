@@ -1,4 +1,4 @@
-"""extension.json manifests and discovery (zotd/manifest.py)."""
+"""extension.json manifests and discovery (zotd/model/manifest.py, zotd/model/discovery.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from zotd.model.discovery import discover, every_copy, project_dir
 from zotd.model.manifest import (
     MANIFEST,
     MAX_MANIFEST_BYTES,
@@ -20,10 +21,7 @@ from zotd.model.manifest import (
     ManifestError,
     Scope,
     check_name,
-    discover,
-    every_copy,
     load,
-    project_dir,
     read_manifest,
     read_manifest_with_warnings,
     resolve_exec,
@@ -405,7 +403,7 @@ def test_one_entry_per_name_within_a_scope(
 ) -> None:
     first = make_extension(tmp_path / "global", "a-dir", name="same")
     make_extension(tmp_path / "global", "b-dir", name="same")
-    with caplog.at_level(logging.WARNING, logger="zotd.model.manifest"):
+    with caplog.at_level(logging.WARNING, logger="zotd.model.discovery"):
         found = discover(workspace=None, global_dir=tmp_path / "global")
     assert where(found) == [("same", "global")]
     assert found[0].dir == first
@@ -736,12 +734,12 @@ def test_discovery_of_a_hostile_project_finishes(tmp_path: Path) -> None:
 def test_a_scope_reads_at_most_max_dirs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from zotd.model import manifest
+    from zotd.model import discovery
 
-    monkeypatch.setattr(manifest, "MAX_DIRS", 3)
+    monkeypatch.setattr(discovery, "MAX_DIRS", 3)
     for i in range(5):
         make_extension(tmp_path / "global", f"e{i}")
-    with caplog.at_level(logging.WARNING, logger="zotd.model.manifest"):
+    with caplog.at_level(logging.WARNING, logger="zotd.model.discovery"):
         found = discover(workspace=None, global_dir=tmp_path / "global")
     assert [f.name for f in found] == ["e0", "e1", "e2"]
     assert "has 5 extension directories: only the first 3 (by name) are read" in caplog.text

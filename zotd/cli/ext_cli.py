@@ -16,7 +16,7 @@ from cyclopts import App
 
 from ..client import Client
 from ..model import manage, trust
-from ..model.manifest import every_copy, to_enable
+from ..model.discovery import every_copy, to_enable
 from ..protocol import agent as ap
 from . import ext_logs
 from .common import Options, Where, die, print_json, settings, with_client

@@ -7,7 +7,8 @@ from functools import partial
 from pathlib import Path
 
 from ..model import manage, trust
-from ..model.manifest import Found, discover
+from ..model.discovery import discover
+from ..model.manifest import Found
 from .common import Options, Where, die, settings
 
 

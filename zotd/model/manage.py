@@ -30,7 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .manifest import MANIFEST, Found, ManifestError, discover, load, project_dir, read_manifest
+from .discovery import discover, project_dir
+from .manifest import MANIFEST, Found, ManifestError, load, read_manifest
 
 #: How long a ``git clone`` may take.
 CLONE_TIMEOUT = 300.0

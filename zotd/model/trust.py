@@ -51,7 +51,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from .manifest import FileRefused, Found, open_regular, read_chunks
+from .manifest import Found
+from .safe_files import FileRefused, open_regular, read_chunks
 
 TRUST_FILE = "trust.json"
 
@@ -276,7 +277,7 @@ def distrust_reason(found: Found, workspace: Path, store: dict[str, dict[str, st
 def vet(found: Found, workspace: Path, store: dict[str, dict[str, str]]) -> None:
     """Marks a project extension as the trust store has it: ``untrusted``
     says why it may not run; ``error``, why it could never be trusted
-    (:class:`Untrustable`). The ``vet`` of :func:`~zotd.model.manifest.discover`."""
+    (:class:`Untrustable`). The ``vet`` of :func:`~zotd.model.discovery.discover`."""
     try:
         found.untrusted = distrust_reason(found, workspace, store)
     except Untrustable as exc:

@@ -28,9 +28,10 @@ from pathlib import Path
 import trio
 
 from ..model import hints, manage, trust
+from ..model.discovery import every_copy, project_dir, to_enable
 from ..model.errors import RequestError
 from ..model.logfiles import tail
-from ..model.manifest import Found, Scope, every_copy, project_dir, to_enable
+from ..model.manifest import Found, Scope
 from ..protocol import agent as ap
 from . import threads
 from .extension import State

@@ -1,0 +1,215 @@
+"""Where extensions are found, and which copy of a name is used.
+
+Discovery (reference, "Layout & discovery") looks in two places, and
+``zotd --ext PATH`` adds a third that wins over both:
+
+1. explicit: directories named with ``--ext`` (scope ``explicit``),
+2. project-local: ``<workspace>/.zot/extensions/<name>/`` (scope ``project``),
+3. global: ``$ZOT_HOME/extensions/<name>/`` (scope ``global``).
+
+Each directory is read by :func:`~.manifest.load`, which never raises. A
+scope's directory is listed up to :data:`MAX_DIRS` extensions. And a
+project-local copy that cannot run (broken, disabled, or not trusted) does
+not hide the user's own copy of the same name (see :func:`discover`); the
+copies not used are kept as :class:`Aside`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .manifest import Found, Scope, load
+
+log = logging.getLogger(__name__)
+
+#: The most extension directories read from one scope's directory (by
+#: name); more are left out, with a warning in the daemon's log.
+MAX_DIRS = 256
+
+#: The most entries of one scope's directory looked at while listing it.
+MAX_LISTED = 4 * MAX_DIRS
+
+#: Why a copy of an extension is not the one used (``Aside.why``): a
+#: project-local copy that cannot run gives way to the user's own copy...
+FAILED, DISABLED, UNTRUSTED = "failed", "disabled", "untrusted"
+#: ... and any copy gives way to one of higher precedence that can.
+HIDDEN = "hidden"
+
+
+@dataclass(slots=True)
+class Aside:
+    """A copy of an extension that discovery found and does not use.
+
+    Attributes:
+        found: the copy.
+        why: :data:`FAILED`, :data:`DISABLED` or :data:`UNTRUSTED` (a
+            project-local copy that cannot run, which gives way to a lower
+            one), or :data:`HIDDEN` (a copy of higher precedence is used).
+        reason: why, in words.
+    """
+
+    found: Found
+    why: str
+    reason: str
+
+
+def _subdirs(root: Path) -> list[Path]:
+    """The extension directories of a scope, by name: at most :data:`MAX_DIRS`
+    (of the first :data:`MAX_LISTED` entries), with a warning if there are more."""
+    dirs: list[Path] = []
+    listed = 0
+    try:
+        with os.scandir(root) as entries:
+            for entry in entries:
+                listed += 1
+                if listed > MAX_LISTED:
+                    log.warning(
+                        "%s has more than %d entries: only the first %d are looked at",
+                        root,
+                        MAX_LISTED,
+                        MAX_LISTED,
+                    )
+                    break
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir():  # a link to a directory counts; stat never blocks
+                        dirs.append(Path(entry.path))
+                except OSError:
+                    continue
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        log.warning("cannot list %s: %s", root, exc.strerror)
+        return []
+    dirs.sort()
+    if len(dirs) > MAX_DIRS:
+        log.warning(
+            "%s has %d extension directories: only the first %d (by name) are read",
+            root,
+            len(dirs),
+            MAX_DIRS,
+        )
+        del dirs[MAX_DIRS:]
+    return dirs
+
+
+def project_dir(workspace: Path) -> Path:
+    """Project-local extensions of a workspace: ``<workspace>/.zot/extensions``."""
+    return workspace / ".zot" / "extensions"
+
+
+def stands_aside(found: Found) -> str:
+    """Why a project-local copy gives way to a lower-precedence copy of its
+    name: :data:`FAILED`, :data:`DISABLED`, :data:`UNTRUSTED`, or "" (it does not)."""
+    if found.scope != Scope.PROJECT:
+        return ""
+    if found.error:
+        return FAILED
+    if found.manifest is not None and not found.manifest.enabled:
+        return DISABLED
+    if found.untrusted:
+        return UNTRUSTED
+    return ""
+
+
+def _aside_reason(found: Found, why: str) -> str:
+    if why == FAILED:
+        return found.error
+    if why == DISABLED:
+        return 'its manifest says "enabled": false'
+    return found.untrusted
+
+
+def discover(
+    *,
+    workspace: Path | None,
+    global_dir: Path,
+    explicit: Sequence[Path] = (),
+    path_env: str | None = None,
+    vet: Callable[[Found], None] | None = None,
+) -> list[Found]:
+    """Every extension a workspace sees, one per name, highest precedence first.
+
+    Order: explicit, then project-local, then global, by directory name
+    within each (extensions then start concurrently, and a contested command
+    or tool name goes to whichever registers it first). A name already taken by a
+    higher-precedence scope hides the lower one, with one exception: a
+    project-local copy that cannot run (a broken manifest, ``"enabled":
+    false``, or not trusted) does not hide a global copy of its name, which
+    is used instead. A file in a cloned repository can neither replace the
+    user's own extension until the user trusts it nor turn it off (a guard
+    in particular). The copies not used are listed in the used one's
+    :attr:`Found.passed_over`, with why; the project copy takes over once
+    it can run (trusted, enabled, or its manifest fixed).
+
+    ``path_env`` is the ``PATH`` the extensions will run with, for a bare
+    ``exec``. ``vet`` is called with every project-local copy whose manifest
+    is sound, before the choice: it may set ``untrusted`` (or ``error``), as
+    the workspace's trust store says (see :func:`zotd.model.trust.vet`).
+    """
+    sources: list[tuple[str, Iterable[Path]]] = [(Scope.EXPLICIT, explicit)]
+    if workspace is not None:
+        sources.append((Scope.PROJECT, _subdirs(project_dir(workspace))))
+    sources.append((Scope.GLOBAL, _subdirs(global_dir)))
+    copies: dict[str, list[Found]] = {}
+    for scope, dirs in sources:
+        for directory in dirs:
+            found = load(Path(directory), scope, path_env)
+            same = copies.setdefault(found.name, [])
+            kept = next((c for c in same if c.scope == scope), None)
+            if kept is not None:
+                log.warning(
+                    "two %s extensions are named %r: using %s, ignoring %s",
+                    scope,
+                    found.name,
+                    kept.dir,
+                    found.dir,
+                )
+                continue
+            if scope == Scope.PROJECT and vet is not None and not found.error:
+                vet(found)
+            same.append(found)
+    return [_choose(same) for same in copies.values()]
+
+
+def _choose(copies: list[Found]) -> Found:
+    """The copy used among ``copies`` (one per scope, by precedence), with
+    the others in its ``passed_over``."""
+    chosen = next((c for c in copies if not stands_aside(c)), copies[0])
+    before = True
+    chosen.passed_over = []
+    for c in copies:
+        if c is chosen:
+            before = False
+            continue
+        why = stands_aside(c) if before else HIDDEN
+        reason = (
+            _aside_reason(c, why)
+            if before
+            else f"the {chosen.scope} copy in {chosen.dir} comes first"
+        )
+        chosen.passed_over.append(Aside(c, why, reason))
+    return chosen
+
+
+def to_enable(found: Found) -> Found:
+    """The copy ``zot ext enable NAME`` acts on, given what runs under NAME:
+    a project-local copy that gave way to it because it is disabled (it then
+    takes the name back, if trusted), else ``found`` itself."""
+    for aside in found.passed_over:
+        if aside.why == DISABLED:
+            return aside.found
+    return found
+
+
+def every_copy(found: Iterable[Found]) -> Iterator[Found]:
+    """Each of ``found`` (from :func:`discover`), and then the copies it passed over."""
+    for f in found:
+        yield f
+        for aside in f.passed_over:
+            yield aside.found
