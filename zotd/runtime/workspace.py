@@ -9,13 +9,14 @@ and its own subscriptions.
 This module holds the lifetime: discovery, each extension's restart loop
 (the policy is :mod:`zotd.model.restart`), reloads, stops, the idle watch,
 and what the extensions report. The answers to requests are
-:mod:`zotd.runtime.requests`; open panels are :mod:`zotd.runtime.panels`.
+:mod:`zotd.runtime.requests`; open panels are :mod:`zotd.runtime.panels`;
+the coalescing of ``extension_state`` pushes is
+:mod:`zotd.runtime.state_pushes`.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -26,8 +27,9 @@ import trio
 from .. import EXTENSION_PROTOCOL_VERSION, __version__
 from ..model import trust
 from ..model.config import BUILTIN_TOOLS, Config
+from ..model.discovery import discover
 from ..model.environment import extension_env
-from ..model.manifest import Found, Scope, discover
+from ..model.manifest import Found, Scope
 from ..model.paths import Paths
 from ..model.registry import Registry
 from ..model.restart import GiveUp, RestartTracker
@@ -38,13 +40,9 @@ from .extension import Extension, State
 from .panels import Panels, Subscriber
 from .process import Spawner
 from .requests import Requests
+from .state_pushes import StatePushes
 
 log = logging.getLogger(__name__)
-
-#: At most one ``extension_state`` push per extension this often (seconds)
-#: while only its registrations change (late registrations, in a burst);
-#: a change of state is pushed at once. See :meth:`Workspace._push_state`.
-STATE_PUSH_INTERVAL = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +92,8 @@ class Workspace(Requests):
         self.panels = Panels(self.extensions)
         #: Guards that have rewritten an event (see zotd.runtime.intercept).
         self._rewriters: set[str] = set()
-        #: ``extension_state`` pushes: the extensions whose push is held back
-        #: (their registrations changed, their state did not), in order;
-        #: what each name's last push showed (the extension and its state),
-        #: and when it went (trio time). See :meth:`_push_state`.
-        self._held: dict[str, Extension] = {}
-        self._pushed: dict[str, tuple[Extension, str]] = {}
-        self._pushed_at: dict[str, float] = {}
-        self._held_changed = trio.Event()
+        #: ``extension_state`` pushes, coalesced.
+        self._states = StatePushes(self.extensions, self.registry, self.subscribers, self._push)
 
     # --- lifetime -----------------------------------------------------------------
 
@@ -128,7 +120,7 @@ class Workspace(Requests):
             for f in found:
                 self._start(f)
             nursery.start_soon(self._idle_watch)
-            nursery.start_soon(self._push_held)
+            nursery.start_soon(self._states.run)
             log.info("workspace %s: %d extension(s)", self.root, len(found))
             self.started.set()
             task_status.started()
@@ -147,7 +139,7 @@ class Workspace(Requests):
         """What the workspace's extensions are on disk now, one per name,
         project-local ones marked if the user has not trusted them (a
         project-local copy that may not run gives way to a global one: see
-        :func:`~zotd.model.manifest.discover`).
+        :func:`~zotd.model.discovery.discover`).
 
         Blocks, bounded: it reads every manifest (regular files only, of
         at most 64 KiB), and walks the directory of each project-local
@@ -211,11 +203,11 @@ class Workspace(Requests):
             ext.note(ext.last_error)
             if isinstance(decision, GiveUp):
                 ext.state = State.FAILED
-                self._push_state(ext)
+                self._states.changed(ext)
                 return
             ext.state = State.RESTARTING
             ext.restart_at = trio.current_time() + decision.delay
-            self._push_state(ext)
+            self._states.changed(ext)
             with trio.move_on_after(decision.delay):
                 await ext.stop_requested.wait()
             if ext.stop_requested.is_set() or self.stopping:
@@ -265,7 +257,7 @@ class Workspace(Requests):
                 if old is not None:
                     del self.extensions[name]
                     self.registry.forget(name)
-                    self._push_removed(name)
+                    self._states.removed(name)
                 return None
             ext = self._start(found)  # in the old one's place in the listing
             if reload and old is not None:
@@ -391,82 +383,15 @@ class Workspace(Requests):
     def on_changed(self, ext: Extension) -> None:
         if ext.state == State.STOPPING:
             self.registry.remove(ext.name)  # no new calls to what is going away
-        self._push_state(ext)
+        self._states.changed(ext)
 
     def on_exit(self, ext: Extension) -> None:
         self.registry.remove(ext.name)
         self.panels.extension_stopped(ext.name)
-        self._push_state(ext)
+        self._states.changed(ext)
 
     def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
         self.panels.on_frame(ext, frame)
-
-    def _push_state(self, ext: Extension) -> None:
-        """Tells the subscribers what ``ext`` is and holds now, coalesced.
-
-        A change of state (or a new process under the name) is pushed at
-        once, in order with everything else. A change of its registrations
-        alone (a registration after ``ready``) is held back: the first is
-        pushed in the next scheduling round, and later ones at most once
-        per :data:`STATE_PUSH_INTERVAL`, each push carrying the latest of
-        everything held. Each push lists all the extension's names (O(its
-        tools) to build and send), so one push per registration would make
-        a burst of N tools cost O(N²); held back, a burst costs one push per
-        interval it lasts (a few), the last one complete, and the event loop
-        stays free for everybody else's requests meanwhile.
-        """
-        if not self.subscribers:
-            return
-        last = self._pushed.get(ext.name)
-        if last is not None and last[0] is ext and last[1] == ext.state:
-            if ext.name not in self._held:
-                self._held[ext.name] = ext
-                self._held_changed.set()
-            return
-        self._held.pop(ext.name, None)  # what was held goes in this push
-        self._send_state(ext)
-
-    def _send_state(self, ext: Extension) -> None:
-        self._pushed[ext.name] = (ext, ext.state)
-        self._pushed_at[ext.name] = trio.current_time()
-        frame = ap.ExtensionStatePush(
-            extension=ext.name,
-            state=ext.state,
-            commands=self.registry.commands_of(ext.name),
-            tools=self.registry.tools_of(ext.name),
-            error=ext.last_error
-            if ext.state in (State.FAILED, State.RESTARTING, State.UNTRUSTED)
-            else "",
-        )
-        self._push(ap.encode(frame))
-
-    def _push_removed(self, name: str) -> None:
-        self._held.pop(name, None)
-        self._pushed.pop(name, None)
-        self._pushed_at.pop(name, None)
-        self._push(ap.encode(ap.ExtensionStatePush(name, "removed", [], [])))
-
-    async def _push_held(self) -> None:
-        """Pushes the held-back states (see :meth:`_push_state`), each once
-        its interval since its last push has passed; runs until cancelled."""
-        while True:
-            if not self._held:
-                await self._held_changed.wait()
-                self._held_changed = trio.Event()
-                continue
-            due = min(self._pushed_at.get(n, -math.inf) for n in self._held)
-            due += STATE_PUSH_INTERVAL
-            with trio.move_on_at(due):
-                await self._held_changed.wait()
-            self._held_changed = trio.Event()
-            # At least one more round: whatever else arrives in this one joins.
-            await trio.lowlevel.checkpoint()
-            now = trio.current_time()
-            for name, ext in list(self._held.items()):
-                if self._pushed_at.get(name, -math.inf) + STATE_PUSH_INTERVAL <= now:
-                    del self._held[name]
-                    if self.subscribers and self.extensions.get(name) is ext:
-                        self._send_state(ext)
 
     def _push(self, frame: bytes) -> None:
         for sub in list(self.subscribers):
