@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -22,6 +23,13 @@ from hypothesis import HealthCheck, settings
 from zotd.model.config import Config, RestartPolicy
 from zotd.model.paths import Paths
 from zotd.runtime.daemon import Daemon
+
+# The tests send SIGINT to the CLIs they start (Ctrl+C). A suite started in
+# the background by a non-interactive shell (`nohup ... &`) inherits SIGINT
+# ignored, and an ignored signal stays ignored across exec, so those CLIs
+# would never see it. Handled here, it is reset to the default in every child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # A shared 2-core machine makes timing-based checks flaky; what the property
 # tests check is correctness, not speed.
