@@ -274,7 +274,8 @@ async def test_guard_blocks_dangerous_bash_and_audits_events(user: User) -> None
         # Only bash is checked: the same text elsewhere is not a command.
         note = await zot.intercept("write", {"path": "notes.md", "command": "rm -rf /"})
         assert not note.block
-    assert [{k: v for k, v in e.items() if k != "ts"} for e in events] == [
+    added = ("ts", "cwd", "sequence")  # by the example, and by zotd to every event
+    assert [{k: v for k, v in e.items() if k not in added} for e in events] == [
         {"event": "turn_start", "step": 1},
         {
             "event": "tool_call",

@@ -845,7 +845,11 @@ async def test_events_reach_the_observers(
             while True:
                 found = seen.read_text().splitlines() if seen.exists() else []
                 if len(found) >= count:
-                    return sorted((json.loads(line) for line in found), key=lambda e: e["who"])
+                    # (less what zotd adds to every event: its cwd and sequence)
+                    read = [json.loads(line) for line in found]
+                    for e in read:
+                        assert e.pop("cwd") == str(project) and e.pop("sequence") > 0
+                    return sorted(read, key=lambda e: e["who"])
                 await trio.sleep(0.02)
 
     async with running(start_daemon, paths, project, source) as zot:

@@ -227,7 +227,7 @@ async def test_bad_arguments_of_known_requests(
             11,
             "intercept",
             "bad_request",
-            "cannot intercept 'turn_end': only assistant_message, tool_call, turn_start",
+            "cannot intercept 'turn_end': only assistant_message, before_agent_start, tool_call, turn_start",
         )
         reply = await c.request({"id": 12, "type": "invoke_command", "name": "nope"})
         assert reply == failed(

@@ -42,6 +42,12 @@ SAMPLES: dict[type, ep.ExtensionFrame] = {
     ep.PanelRender: ep.PanelRender(panel_id="p"),
     ep.PanelClose: ep.PanelClose(panel_id="p"),
     ep.ToolProgress: ep.ToolProgress(id="1"),
+    ep.CallToolRequest: ep.CallToolRequest(id="c1", name="read"),
+    ep.CallToolCancel: ep.CallToolCancel(id="c1"),
+    ep.Submit: ep.Submit(text="go on"),
+    ep.SubmitSlash: ep.SubmitSlash(text="/plan"),
+    ep.ClearNotes: ep.ClearNotes(),
+    ep.OpenPanel: ep.OpenPanel(panel=ep.PanelSpec(id="ask")),
 }
 UNKNOWN = UnknownFrame(type="from_the_future")
 NOT_HELLO = [frame for kind, frame in SAMPLES.items() if kind is not ep.Hello]
@@ -62,6 +68,8 @@ def fresh(
     hello_timeout: float = HELLO_TIMEOUT,
     ready_grace: float = READY_GRACE,
     ready_idle: float = READY_IDLE,
+    *,
+    strict_name: bool = False,
 ) -> Handshake:
     return Handshake(
         NAME,
@@ -69,6 +77,7 @@ def fresh(
         hello_timeout=hello_timeout,
         ready_grace=ready_grace,
         ready_idle=ready_idle,
+        strict_name=strict_name,
     )
 
 
@@ -132,11 +141,23 @@ def test_any_other_first_frame_is_refused(frame: ep.ExtensionFrame) -> None:
     assert shake.phase is Phase.REFUSED
 
 
-def test_a_hello_with_another_name_is_refused() -> None:
+def test_a_hello_with_another_name_runs_under_the_manifests_with_a_warning() -> None:
     shake = fresh()
+    hello = ep.Hello(name="wether")
+    action = shake.receive(hello, SPAWNED + 1)
+    assert action == Greet(
+        hello, "`hello` names 'wether' but extension.json names 'weather'; it runs as 'weather'"
+    )
+    assert shake.phase is Phase.REGISTERING
+    assert shake.name == NAME
+
+
+def test_a_hello_with_another_name_is_refused_when_strict() -> None:
+    shake = fresh(strict_name=True)
     action = shake.receive(ep.Hello(name="wether"), SPAWNED + 1)
     assert action == Refuse(
-        "`hello` names 'wether' but extension.json names 'weather'; they must match"
+        "`hello` names 'wether' but extension.json names 'weather'; they must match "
+        "(strict_hello_name)"
     )
     assert shake.phase is Phase.REFUSED
 
@@ -192,8 +213,9 @@ def test_any_other_first_frame_is_refused_when_late_too(frame: ep.ExtensionFrame
     )
 
 
-def test_a_wrong_name_is_refused_when_late_too() -> None:
-    assert isinstance(late().receive(ep.Hello(name="other"), SPAWNED + 5), Refuse)
+def test_a_wrong_name_is_greeted_when_late_too() -> None:
+    action = late().receive(ep.Hello(name="other"), SPAWNED + 5)
+    assert isinstance(action, Greet) and action.note is not None
 
 
 def test_an_unknown_frame_when_late_passes() -> None:

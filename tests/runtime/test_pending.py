@@ -33,7 +33,7 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[float, str, object]] = []
 
-    def expired(self, rid: str) -> None:
+    def expired(self, rid: str, slot: object = None) -> None:
         self.events.append((trio.current_time(), "expired", rid))
 
     def callback(self, name: str) -> Callable[[Reply | RequestError], None]:

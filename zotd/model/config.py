@@ -84,6 +84,9 @@ class ExtensionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     #: Where its verdicts count among the guards of an event (lower first);
     #: overrides the manifest's ``priority``.
     priority: int | None = None
+    #: Variables of the daemon's environment it may see, on top of the
+    #: allowlist and its manifest's ``env_passthrough`` (an API key, say).
+    env_passthrough: list[str] = []
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):
@@ -107,6 +110,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     ready_idle: Seconds = 0.2
     #: An extension that has not sent ``hello`` by then is stopped and marked failed.
     hello_timeout: Seconds = 10.0
+    #: Refuse an extension whose ``hello`` names another name than its
+    #: manifest; by default it runs under the manifest's name, with a
+    #: warning (as current zot does).
+    strict_hello_name: bool = False
     #: A workspace with no clients stops after this long.
     idle_timeout: NonNegSeconds = 300.0
     #: Longest frame accepted on any pipe or socket, in bytes.

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ..protocol.agent import CommandInfo, Shadowed, ShadowedInfo, ToolInfo
+from ..protocol.extension import RegisterTool
 from .args import ArgsSchema
 from .config import DEFAULT_RESERVED_COMMANDS
 
@@ -37,13 +38,20 @@ class Command:
 
 @dataclass(slots=True)
 class Tool:
-    """A registered tool; ``schema`` is its JSON Schema, untouched."""
+    """A registered tool; ``schema`` is its JSON Schema, untouched;
+    ``meta`` the ``register_tool`` frame (current zot's metadata)."""
 
     name: str
     description: str
     schema: msgspec.Raw
     extension: str
+    meta: RegisterTool | None = None
     _validator: ArgsSchema | None = field(default=None, repr=False)
+
+    @property
+    def interactive(self) -> bool:
+        """Whether it waits for the user (no reply deadline for an agent with UI)."""
+        return self.meta is not None and self.meta.interactive
 
     def check_args(self, args: msgspec.Raw) -> str | None:
         """Why ``args`` (a JSON object) do not fit the schema, or ``None`` if they do.
@@ -111,7 +119,12 @@ class Registry:
         return None
 
     def add_tool(
-        self, extension: str, name: str, description: str, schema: msgspec.Raw
+        self,
+        extension: str,
+        name: str,
+        description: str,
+        schema: msgspec.Raw,
+        meta: RegisterTool | None = None,
     ) -> str | None:
         """Registers a tool. Returns ``None``, or why it was shadowed."""
         if name in self.builtin_tools:
@@ -121,7 +134,7 @@ class Registry:
         if held is not None and held.extension != extension:
             self._shadow("tool", name, description, extension, held.extension, "")
             return f"tool {name!r} is shadowed by extension {held.extension!r}, which registered it first"
-        self.tools[name] = Tool(name, description, schema, extension)
+        self.tools[name] = Tool(name, description, schema, extension, meta)
         self._hold(extension, "tool", name)
         return None
 

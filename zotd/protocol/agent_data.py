@@ -62,13 +62,25 @@ class CommandInfo(msgspec.Struct):
     extension: str
 
 
-class ToolInfo(msgspec.Struct):
-    """One tool; ``schema`` is its JSON Schema object."""
+class ToolInfo(msgspec.Struct, omit_defaults=True):
+    """One tool; ``schema`` is its JSON Schema object.
+
+    The rest is current zot's metadata, as the extension registered it
+    (left out when it gave none): see ``register_tool``.
+    """
 
     name: str
     description: str
     schema: Any
     extension: str
+    output_schema: Any = msgspec.UNSET
+    namespace: str = ""
+    namespace_description: str = ""
+    namespace_instructions: str = ""
+    exposure: str = ""
+    deferred: bool = False
+    interactive: bool = False
+    replay: str = ""
 
 
 class HelloData(msgspec.Struct, gc=False):
@@ -162,14 +174,24 @@ class InvokeData(msgspec.Struct, gc=False):
     #: A panel the command opened (``panel_render`` and ``panel_close``
     #: pushes follow on this connection), else ``None``.
     open_panel: PanelSpec | None = None
+    #: With ``action`` ``tool_prompt``: the tool to run (through the agent's
+    #: guards) before the model's turn on ``prompt``, and its arguments.
+    tool_name: str | msgspec.UnsetType = msgspec.UNSET
+    tool_args: Any = msgspec.UNSET
 
 
 class CallData(msgspec.Struct, gc=False):
-    """``data`` of ``call_tool``: the extension's ``tool_result``."""
+    """``data`` of ``call_tool``: the extension's ``tool_result``.
+
+    ``structured_content`` and ``activate_tools`` (current zot) are left out
+    unless the extension sent them.
+    """
 
     extension: str
     content: list[Block]
     is_error: bool = False
+    structured_content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    activate_tools: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class CancelData(msgspec.Struct, gc=False):
@@ -199,6 +221,9 @@ class InterceptData(msgspec.Struct, gc=False):
     args: Any = None
     text: str | None = None
     rewritten_by: list[str] = []
+    #: ``before_agent_start`` only: the system prompt the guards left
+    #: (``rewritten_by`` names who changed it); left out for other events.
+    system_prompt: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class ExtChangeData(msgspec.Struct):
@@ -220,6 +245,37 @@ class ExtReloadData(msgspec.Struct):
     workspace) and of ``ext_trust`` (its project-local extensions)."""
 
     extensions: list[ExtensionInfo]
+
+
+class SkillInfo(msgspec.Struct):
+    """One skill: ``name`` is ``<extension in kebab-case>:<skill>``, ``path``
+    its ``SKILL.md``, ``description`` from its front matter."""
+
+    name: str
+    extension: str
+    path: str
+    description: str
+
+
+class SkillsData(msgspec.Struct):
+    """``data`` of ``list_skills``."""
+
+    skills: list[SkillInfo]
+
+
+class EnvData(msgspec.Struct):
+    """``data`` of ``ext_env``: the variables the extension gets beyond the
+    allowlist (names only, never values): from its manifest (``manifest``),
+    from ``zotd.toml`` (``config``) and from ``zot ext env --allow``
+    (``allowed``), less ``denied``; ``variables`` is what it gets now
+    (present in the daemon's environment)."""
+
+    name: str
+    variables: list[str]
+    manifest: list[str] = []
+    config: list[str] = []
+    allowed: list[str] = []
+    denied: list[str] = []
 
 
 class LogsData(msgspec.Struct):

@@ -8,10 +8,13 @@ and :class:`ToolProgressPush` reach the one connection they concern.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from .agent_data import CommandInfo, ToolInfo
 from .agent_requests import Id
+from .extension import PanelSpec
 
 
 class NotifyPush(msgspec.Struct, tag_field="type", tag="notify", gc=False):
@@ -63,4 +66,58 @@ class ToolProgressPush(msgspec.Struct, tag_field="type", tag="tool_progress", gc
     total: float | None = None
 
 
-Push = NotifyPush | ExtensionStatePush | PanelRenderPush | PanelClosePush | ToolProgressPush
+class OpenPanelPush(msgspec.Struct, tag_field="type", tag="open_panel", gc=False):
+    """An extension opened a panel on its own (current zot's ``open_panel``
+    frame): sent to the agent whose tool call it was serving, else to the
+    workspace's subscribers; ``panel_render``/``panel_close`` follow as for
+    a command's panel."""
+
+    extension: str
+    panel: PanelSpec
+
+
+class HostToolCallPush(msgspec.Struct, tag_field="type", tag="host_tool_call", gc=False):
+    """An extension calls ``name``, a tool of the agent's own (not an
+    extension's): answer with a ``host_tool_result`` request of the same
+    ``call_id``. ``parent_id`` is the agent's ``call_tool`` request id it
+    serves, if any."""
+
+    call_id: str
+    extension: str
+    name: str
+    args: Any
+    parent_id: Id | None = None
+
+
+class ClearNotesPush(msgspec.Struct, tag_field="type", tag="clear_notes", gc=False):
+    """The extension withdrew the notes it put up (``notify``)."""
+
+    extension: str
+
+
+class SubmitPush(msgspec.Struct, tag_field="type", tag="submit", gc=False):
+    """The extension hands ``text`` to the agent as the user's next prompt."""
+
+    extension: str
+    text: str
+
+
+class SubmitSlashPush(msgspec.Struct, tag_field="type", tag="submit_slash", gc=False):
+    """The extension runs the slash command ``text`` as though typed."""
+
+    extension: str
+    text: str
+
+
+Push = (
+    NotifyPush
+    | ExtensionStatePush
+    | PanelRenderPush
+    | PanelClosePush
+    | ToolProgressPush
+    | OpenPanelPush
+    | HostToolCallPush
+    | ClearNotesPush
+    | SubmitPush
+    | SubmitSlashPush
+)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import msgspec
 
+from .extension import Block
+
 Id = str | int
 
 
@@ -27,6 +29,10 @@ class Hello(_Request, tag="hello"):
     token: str | None = None
     #: ``False``: join no workspace (for operator tools: ``status``, ``shutdown``).
     attach: bool = True
+    #: What this agent can do: ``interactive`` (it can show UI: interactive
+    #: tools get no reply deadline), ``host_tools`` (it answers
+    #: ``host_tool_call`` pushes for tools of its own).
+    capabilities: list[str] = []
 
 
 class Ping(_Request, tag="ping"):
@@ -115,6 +121,29 @@ class CancelCall(_Request, tag="cancel"):
     request_id: Id
 
 
+class HostToolResult(_Request, tag="host_tool_result"):
+    """The answer to a ``host_tool_call`` push: the result of the agent's own
+    tool that an extension called."""
+
+    call_id: str
+    content: list[Block] = []
+    is_error: bool = False
+
+
+class ListSkills(_Request, tag="list_skills"):
+    """Every skill the workspace's extensions ship (manifest ``skills``)."""
+
+
+class ExtEnv(_Request, tag="ext_env"):
+    """The environment variables an extension is let see beyond its manifest:
+    ``allow`` and ``deny`` change them (and restart it); the reply names
+    the variables it gets, never their values."""
+
+    name: str
+    allow: list[str] = []
+    deny: list[str] = []
+
+
 class Subscribe(_Request, tag="subscribe"):
     """Turns push frames on (or off) for this connection."""
 
@@ -185,6 +214,9 @@ Request = (
     | PanelResize
     | PanelClose
     | CancelCall
+    | HostToolResult
+    | ListSkills
+    | ExtEnv
     | Subscribe
     | ExtInstall
     | ExtRemove

@@ -23,15 +23,45 @@ import msgspec
 
 from .frames import FrameDecoder, UnknownFrame, tags_of
 
-#: Lifecycle events of the reference ("subscribe").
-EVENTS = frozenset({"session_start", "turn_start", "turn_end", "tool_call", "assistant_message"})
+#: Lifecycle events: the reference's five and the nine current zot added.
+EVENTS = frozenset(
+    {
+        "session_start",
+        "session_end",
+        "user_prompt_submit",
+        "turn_start",
+        "turn_end",
+        "tool_call",
+        "tool_result",
+        "tool_confirmation_requested",
+        "permission_decision",
+        "assistant_message",
+        "pre_compact",
+        "post_compact",
+        "subagent_start",
+        "subagent_stop",
+    }
+)
 
 #: Events that may be intercepted. The reference intercepts only ``tool_call``;
-#: newer zot also ``turn_start`` and ``assistant_message``.
-INTERCEPTABLE = frozenset({"tool_call", "turn_start", "assistant_message"})
+#: current zot also ``turn_start``, ``assistant_message`` and
+#: ``before_agent_start`` (asked one guard after another, see
+#: :class:`EventInterceptResponse`).
+INTERCEPTABLE = frozenset({"tool_call", "turn_start", "assistant_message", "before_agent_start"})
 
-#: Values of ``command_response.action``.
-ACTIONS = frozenset({"prompt", "insert", "display", "noop"})
+#: Values of ``command_response.action``: the reference's four, and current
+#: zot's ``open_panel`` and ``tool_prompt``.
+ACTIONS = frozenset({"prompt", "insert", "display", "noop", "open_panel", "tool_prompt"})
+
+#: Values of ``register_tool.exposure`` (current zot); a tool with another is skipped.
+EXPOSURES = frozenset({"direct", "codemode", "deferred", "model-only"})
+
+#: Values of ``register_tool.replay`` (current zot); another counts as ``never``.
+REPLAYS = frozenset({"never", "safe", "idempotent", "reconcile"})
+
+#: Capabilities in an extension's ``hello`` that change what the host sends it.
+TOOL_CANCEL = "tool_cancel"
+CALL_TOOL = "call_tool"
 
 #: Values of ``notify.level``.
 LEVELS = frozenset({"info", "success", "warn", "error"})
@@ -48,10 +78,12 @@ class _Frame(msgspec.Struct, tag_field="type", kw_only=True, gc=False):
 # --- content blocks (tool results) --------------------------------------------
 
 
-class TextBlock(msgspec.Struct, tag_field="type", tag="text", gc=False):
-    """``{"type":"text","text":"..."}``"""
+class TextBlock(msgspec.Struct, tag_field="type", tag="text", omit_defaults=True, gc=False):
+    """``{"type":"text","text":"..."}``; ``format`` (current zot) is a display
+    hint: ``"markdown"`` renders it as Markdown, anything else as plain text."""
 
     text: str
+    format: str = ""
 
 
 class ImageBlock(msgspec.Struct, tag_field="type", tag="image", gc=False):
@@ -83,11 +115,28 @@ class RegisterCommand(_Frame, tag="register_command"):
 
 
 class RegisterTool(_Frame, tag="register_tool"):
-    """Registers a tool the model can call; ``schema`` is a JSON Schema object."""
+    """Registers a tool the model can call; ``schema`` is a JSON Schema object.
+
+    The rest is current zot's tool metadata, kept and shown in ``list_tools``:
+    ``output_schema`` (a JSON Schema of ``structured_content``), the
+    ``namespace`` it is grouped in (default: the extension's name) with its
+    description and instructions, ``exposure`` (one of :data:`EXPOSURES`),
+    ``deferred`` (hidden from the model until a result activates it),
+    ``interactive`` (waits for the user: no reply deadline) and ``replay``
+    (one of :data:`REPLAYS`, for durable hosts).
+    """
 
     name: str
     description: str = ""
     schema: msgspec.Raw = _EMPTY_OBJECT
+    output_schema: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    namespace: str = ""
+    namespace_description: str = ""
+    namespace_instructions: str = ""
+    exposure: str = ""
+    deferred: bool = False
+    interactive: bool = False
+    replay: str = ""
 
 
 class Ready(_Frame, tag="ready"):
@@ -95,11 +144,18 @@ class Ready(_Frame, tag="ready"):
 
 
 class ToolResult(_Frame, tag="tool_result"):
-    """Reply to :class:`ToolCall`."""
+    """Reply to :class:`ToolCall`.
+
+    Current zot adds ``structured_content`` (any JSON value, for a tool with an
+    ``output_schema``) and ``activate_tools`` (deferred tools this result
+    makes available).
+    """
 
     id: Id
     content: list[Block] = []
     is_error: bool = False
+    structured_content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    activate_tools: list[str] = []
 
 
 class Subscribe(_Frame, tag="subscribe"):
@@ -124,6 +180,9 @@ class EventInterceptResponse(_Frame, tag="event_intercept_response", omit_defaul
     reason: str = ""
     modified_args: msgspec.Raw = msgspec.Raw()
     replace_text: str = ""
+    #: ``before_agent_start`` only (current zot): a JSON string replacing the
+    #: whole system prompt (``""`` deletes it); absent keeps it.
+    system_prompt: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
     def rewrites_args(self) -> bool:
         """Whether ``modified_args`` holds a value (not absent, not ``null``)."""
@@ -141,7 +200,9 @@ class PanelSpec(msgspec.Struct, gc=False):
 
 class CommandResponse(_Frame, tag="command_response"):
     """Reply to :class:`CommandInvoked`. ``action`` is one of :data:`ACTIONS`;
-    ``open_panel`` (beyond the reference) opens a panel for the user."""
+    ``open_panel`` (beyond the reference) opens a panel for the user;
+    ``tool_name`` and ``tool_args`` (current zot, with ``tool_prompt``) name
+    a tool the agent runs before the model's turn on ``prompt``."""
 
     id: Id
     action: str = "noop"
@@ -150,6 +211,8 @@ class CommandResponse(_Frame, tag="command_response"):
     display: str = ""
     error: str = ""
     open_panel: PanelSpec | None = None
+    tool_name: str = ""
+    tool_args: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class PanelRender(_Frame, tag="panel_render"):
@@ -187,6 +250,46 @@ class ShutdownAck(_Frame, tag="shutdown_ack"):
     """Reply to :class:`Shutdown`; the extension exits right after."""
 
 
+class CallToolRequest(_Frame, tag="call_tool"):
+    """Current zot: the extension calls a tool through the host (it needs
+    ``call_tool`` in ``hello_ack.capabilities``); answered with
+    :class:`HostToolResult` of the same ``id``. ``parent_id`` is the id of
+    the host's :class:`ToolCall` it is serving, if any."""
+
+    id: Id
+    name: str
+    args: msgspec.Raw = _EMPTY_OBJECT
+    parent_id: Id | None = None
+
+
+class CallToolCancel(_Frame, tag="call_tool_cancel"):
+    """Current zot: gives up the extension's own :class:`CallToolRequest` ``id``."""
+
+    id: Id
+
+
+class Submit(_Frame, tag="submit"):
+    """Current zot, one-way: ``text`` as the user's next prompt."""
+
+    text: str = ""
+
+
+class SubmitSlash(_Frame, tag="submit_slash"):
+    """Current zot, one-way: runs the slash command ``text`` (starts with ``/``)."""
+
+    text: str = ""
+
+
+class ClearNotes(_Frame, tag="clear_notes"):
+    """Current zot, one-way: withdraws the notes this extension put up."""
+
+
+class OpenPanel(_Frame, tag="open_panel"):
+    """Current zot: opens a panel at any time (not in reply to a command)."""
+
+    panel: PanelSpec
+
+
 ExtensionFrame = (
     Hello
     | RegisterCommand
@@ -201,7 +304,16 @@ ExtensionFrame = (
     | PanelRender
     | PanelClose
     | ToolProgress
+    | CallToolRequest
+    | CallToolCancel
+    | Submit
+    | SubmitSlash
+    | ClearNotes
+    | OpenPanel
 )
+
+#: One-way frames of current zot passed on to agents.
+OneWay = Submit | SubmitSlash | ClearNotes | OpenPanel
 
 # --- host -> extension --------------------------------------------------------
 
@@ -212,6 +324,8 @@ class HelloAck(_Frame, tag="hello_ack", omit_defaults=True):
     ``extension_dir`` (where its manifest lives) and ``data_dir`` (its state
     directory, ``$ZOT_HOME/data/<name>``, kept across reinstalls) go beyond
     the reference, as newer zot sends them; older hosts leave them out.
+    ``capabilities`` (current zot) lists what the host accepts:
+    ``call_tool``.
     """
 
     protocol_version: int
@@ -221,6 +335,7 @@ class HelloAck(_Frame, tag="hello_ack", omit_defaults=True):
     cwd: str
     extension_dir: str = ""
     data_dir: str = ""
+    capabilities: list[str] = []
 
 
 class CommandInvoked(_Frame, tag="command_invoked"):
@@ -240,7 +355,9 @@ class ToolCall(_Frame, tag="tool_call"):
 
 
 class LifecycleEvent(_Frame, tag="event"):
-    """A lifecycle event; fields past ``event`` depend on the event."""
+    """A lifecycle event; fields past ``event`` depend on the event (the
+    agent's, passed on). zotd adds ``cwd`` and ``sequence`` (strictly
+    increasing per workspace); more fields than these may come."""
 
     event: str
     step: int | None = None
@@ -249,10 +366,16 @@ class LifecycleEvent(_Frame, tag="event"):
     tool_name: str | None = None
     tool_args: Any = None
     text: str | None = None
+    session_id: str | None = None
+    agent_run_id: str | None = None
+    cwd: str | None = None
+    sequence: int | None = None
+    origin_extension: str | None = None
 
 
 class EventIntercept(_Frame, tag="event_intercept"):
-    """Asks whether an action may go ahead; same payload as :class:`LifecycleEvent`."""
+    """Asks whether an action may go ahead; same payload as :class:`LifecycleEvent`
+    (``system_prompt`` for ``before_agent_start``)."""
 
     id: str
     event: str
@@ -261,6 +384,12 @@ class EventIntercept(_Frame, tag="event_intercept"):
     tool_args: Any = None
     step: int | None = None
     text: str | None = None
+    system_prompt: str | None = None
+    session_id: str | None = None
+    agent_run_id: str | None = None
+    cwd: str | None = None
+    sequence: int | None = None
+    origin_extension: str | None = None
 
 
 class PanelKey(_Frame, tag="panel_key", omit_defaults=True):
@@ -285,6 +414,27 @@ class Cancel(_Frame, tag="cancel"):
     id: str
 
 
+class ToolCancel(_Frame, tag="tool_cancel"):
+    """Current zot: the host no longer waits for tool call ``id``; sent
+    instead of :class:`Cancel` for tool calls to an extension whose
+    ``hello`` lists ``tool_cancel``."""
+
+    id: str
+
+
+class HostToolResult(_Frame, tag="tool_result", omit_defaults=True):
+    """Current zot: the reply to an extension's :class:`CallToolRequest`
+    (the same ``type`` as an extension's :class:`ToolResult`; the direction
+    tells them apart). ``truncated``: the content was cut to 256 KiB."""
+
+    id: Id
+    name: str
+    content: list[Block] = []
+    is_error: bool = False
+    truncated: bool = False
+    structured_content: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
 class Shutdown(_Frame, tag="shutdown"):
     """Asks the extension to reply with :class:`ShutdownAck` and exit."""
 
@@ -299,6 +449,8 @@ HostFrame = (
     | PanelResize
     | PanelClose
     | Cancel
+    | ToolCancel
+    | HostToolResult
     | Shutdown
 )
 

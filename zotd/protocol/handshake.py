@@ -91,9 +91,12 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class Greet:
-    """``hello`` accepted: answer ``hello_ack``; it may register now."""
+    """``hello`` accepted: answer ``hello_ack``; it may register now.
+    ``note``, if any, is a warning for its log and its listing (a ``hello``
+    naming another name than the manifest: it runs under the manifest's)."""
 
     hello: ep.Hello
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,13 +142,14 @@ class Handshake:
     """The handshake of one extension process, from its spawn on.
 
     Args:
-        name: the name its ``extension.json`` gives; its ``hello`` must match.
+        name: the name its ``extension.json`` gives (the one it runs under).
         spawned: when it was spawned (the caller's clock, in seconds).
         hello_timeout: how long after the spawn it may take to say ``hello``.
         ready_grace: how long after the spawn agents wait for it, and the
             latest it is made ready without ``ready``.
         ready_idle: the quiet (no registration frame) after which it is ready
             without ``ready``.
+        strict_name: refuse a ``hello`` naming another name (else: a warning).
     """
 
     __slots__ = (
@@ -156,6 +160,7 @@ class Handshake:
         "_ready_grace",
         "_ready_idle",
         "_settle_by",
+        "_strict_name",
         "name",
         "phase",
     )
@@ -168,8 +173,10 @@ class Handshake:
         hello_timeout: float,
         ready_grace: float,
         ready_idle: float,
+        strict_name: bool = False,
     ) -> None:
         self.name = name
+        self._strict_name = strict_name
         #: Where it stands (read it; only the handshake moves it).
         self.phase: Phase = _HELLO
         self._hello_timeout = hello_timeout
@@ -226,15 +233,21 @@ class Handshake:
         if not isinstance(frame, ep.Hello):
             tag = type(frame).__struct_config__.tag
             return self._refuse(f"first frame must be `hello`, got `{tag}`")
+        note = None
         if frame.name != self.name:
-            return self._refuse(
+            if self._strict_name:
+                return self._refuse(
+                    f"`hello` names {frame.name!r} but extension.json names {self.name!r}; "
+                    "they must match (strict_hello_name)"
+                )
+            note = (
                 f"`hello` names {frame.name!r} but extension.json names {self.name!r}; "
-                "they must match"
+                f"it runs as {self.name!r}"
             )
         self.phase = _REGISTERING
         self._quiet = now + self._ready_idle
         self._grace = max(self._settle_by, self._quiet)  # a late hello: one quiet window
-        return Greet(frame)
+        return Greet(frame, note)
 
     def tick(self, now: float) -> Action | None:
         """What the time ``now`` brings: ``None`` before :attr:`deadline`."""

@@ -259,3 +259,9 @@ async def logs(hub: Hub, ws: Workspace, name: str, lines: int) -> ap.LogsData:
     count = min(lines, MAX_LOG_LINES)
     found = await trio.to_thread.run_sync(tail, path, count)
     return ap.LogsData(path=str(path), lines=found)
+
+
+async def env(hub: Hub, ws: Workspace, name: str, allow: list[str], deny: list[str]) -> ap.EnvData:
+    """The variables extension ``name`` gets beyond the allowlist; ``allow``
+    and ``deny`` change them. (Being built.)"""
+    raise RequestError(ap.ErrorCode.UNKNOWN_COMMAND, "ext_env is not supported by this zotd yet")

@@ -26,7 +26,7 @@ An extension that stops reading its stdin costs bounded memory:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -58,7 +58,7 @@ class Calls:
         self._queue = queue
         self._queue_bytes = queue_bytes
         #: The requests sent and not yet answered, failed or withdrawn.
-        self.pending: PendingTable[ep.ToolProgress] = PendingTable(on_expire=self.cancel)
+        self.pending: PendingTable[ep.ToolProgress] = PendingTable(on_expire=self._expired)
         #: Frames for its stdin; made by :meth:`open` when the process starts.
         self.outbox: Outbox | None = None
 
@@ -197,20 +197,30 @@ class Calls:
     def withdraw(self, rid: str) -> None:
         """Forgets a request; if it was still unanswered, takes its frame
         back if it is not written yet, else tells the extension with a
-        ``cancel`` frame. A reply that comes later is dropped and counted."""
-        if self.pending.pop(rid) is not None:
-            self.cancel(rid)
+        ``cancel`` frame (``tool_cancel`` for a tool call, see :meth:`cancel`).
+        A reply that comes later is dropped and counted."""
+        slot = self.pending.pop(rid)
+        if slot is not None:
+            self.cancel(rid, tool=slot.expect is ep.ToolResult)
 
-    def cancel(self, rid: str) -> None:
+    def _expired(self, rid: str, slot: Slot[Any, ep.ToolProgress]) -> None:
+        self.cancel(rid, tool=slot.expect is ep.ToolResult)
+
+    def cancel(self, rid: str, *, tool: bool = False) -> None:
         """Takes back the frame of ``rid`` if it is still queued (the
-        extension never sees it), else sends ``cancel`` for it (if it is
-        running)."""
+        extension never sees it), else tells the extension (if it is
+        running): ``cancel``, or for a tool call (``tool``) to an extension
+        whose ``hello`` listed ``tool_cancel``, current zot's ``tool_cancel``
+        (zot's SDK knows no other)."""
         if self.outbox is not None and self.outbox.withdraw(rid):
             return
         # Extensions that do not know `cancel` ignore it, as the reference's
         # examples ignore every frame they do not know.
         if self._ext.running:
-            self.send_nowait(ep.encode(ep.Cancel(id=rid)))
+            if tool and ep.TOOL_CANCEL in self._ext.capabilities:
+                self.send_nowait(ep.encode(ep.ToolCancel(id=rid)))
+            else:
+                self.send_nowait(ep.encode(ep.Cancel(id=rid)))
 
     def send_nowait(self, frame: bytes) -> bool:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""

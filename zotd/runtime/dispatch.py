@@ -26,7 +26,8 @@ from .. import AGENT_PROTOCOL_VERSION, __version__
 from ..model.errors import RequestError
 from ..protocol import agent as ap
 from ..protocol import extension as ep
-from . import admin
+from . import admin, skills
+from .callers import INTERACTIVE, Caller
 from .hub import Hub
 from .workspace import Workspace
 
@@ -49,6 +50,10 @@ class Connection(Protocol):
     workspace: Workspace | None
     authenticated: bool
     subscribed: bool
+    #: What its ``hello`` said it can do (``interactive``, ``host_tools``).
+    capabilities: frozenset[str]
+    #: Who its tool calls are for.
+    caller: Caller
 
     def push(self, frame: bytes) -> None:
         """Queues an encoded push frame if the client subscribed; never blocks."""
@@ -127,6 +132,8 @@ async def _hello(conn: Connection, req: ap.Hello, line: bytes) -> ap.HelloData:
         )
     if hub.shutting_down:
         raise RequestError(Code.SHUTTING_DOWN, "zotd is shutting down")
+    conn.capabilities = frozenset(req.capabilities)
+    conn.caller = Caller(conn, INTERACTIVE in conn.capabilities)
     if not req.attach:
         conn.authenticated = True
         return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, None, os.getpid())
@@ -212,6 +219,16 @@ async def _intercept(conn: Connection, req: ap.Intercept, line: bytes) -> msgspe
     return await _joined(conn).intercept(req.event, ap.event_payload(line))
 
 
+async def _host_tool_result(
+    conn: Connection, req: ap.HostToolResult, line: bytes
+) -> msgspec.Struct:
+    return _joined(conn).host_calls.on_result(conn, req)
+
+
+async def _list_skills(conn: Connection, req: ap.ListSkills, line: bytes) -> msgspec.Struct:
+    return skills.list_skills(_joined(conn))
+
+
 async def _panel_input(
     conn: Connection, req: ap.PanelKey | ap.PanelResize | ap.PanelClose, line: bytes
 ) -> ap.Empty:
@@ -250,6 +267,10 @@ async def _ext_logs(conn: Connection, req: ap.ExtLogs, line: bytes) -> msgspec.S
     return await admin.logs(conn.hub, _joined(conn), req.name, req.lines)
 
 
+async def _ext_env(conn: Connection, req: ap.ExtEnv, line: bytes) -> msgspec.Struct:
+    return await admin.env(conn.hub, _joined(conn), req.name, req.allow, req.deny)
+
+
 #: Request type -> handler. ``call_tool`` and ``cancel`` are the session's.
 HANDLERS: Mapping[type[ap.Request], Handler] = {
     ap.Hello: _hello,
@@ -263,6 +284,8 @@ HANDLERS: Mapping[type[ap.Request], Handler] = {
     ap.InvokeCommand: _invoke_command,
     ap.EmitEvent: _emit_event,
     ap.Intercept: _intercept,
+    ap.HostToolResult: _host_tool_result,
+    ap.ListSkills: _list_skills,
     ap.PanelKey: _panel_input,
     ap.PanelResize: _panel_input,
     ap.PanelClose: _panel_input,
@@ -273,4 +296,5 @@ HANDLERS: Mapping[type[ap.Request], Handler] = {
     ap.ExtReload: _ext_reload,
     ap.ExtTrust: _ext_trust,
     ap.ExtLogs: _ext_logs,
+    ap.ExtEnv: _ext_env,
 }

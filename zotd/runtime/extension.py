@@ -37,6 +37,7 @@ from ..model.restart import spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
 from . import status, stopping
+from .callers import Served
 from .calls import Calls, R
 from .extension_log import ExtensionLog
 from .inbox import Inbox
@@ -105,8 +106,13 @@ class Extension:
         #: What it subscribed to, and intercepts (set by its :class:`Inbox`).
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
-        #: What its ``hello`` says it can do (informational).
+        #: What its ``hello`` says it can do (``tool_cancel`` and
+        #: ``call_tool`` change what it is sent; the rest is informational).
         self.capabilities: list[str] = []
+        #: A warning about its ``hello`` (another name than its manifest's), or "".
+        self.hello_warning = ""
+        #: The tool calls it is serving now, by request id (see zotd.runtime.callers).
+        self.serving: dict[str, Served] = {}
         #: Replies that came for no pending request (after a ``cancel``, or
         #: after the host stopped waiting): dropped, and counted here.
         self.late_replies = 0

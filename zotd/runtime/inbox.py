@@ -41,6 +41,7 @@ from ..protocol.handshake import (
     Settle,
 )
 from ..protocol.lines import Oversized
+from ..protocol.tool_results import salvage
 from .pending import PendingTable
 from .status import Host, State
 from .streams import LineReader
@@ -109,6 +110,7 @@ class Inbox:
             hello_timeout=config.hello_timeout,
             ready_grace=config.ready_grace,
             ready_idle=config.ready_idle,
+            strict_name=config.strict_hello_name,
         )
         self.noise = Noise()
         #: The cancel scope that sleeps until the handshake's next deadline.
@@ -175,6 +177,11 @@ class Inbox:
             self._report_shadow(self._host.on_register_tool(self._ext, frame))
         elif isinstance(frame, ep.Subscribe):
             self._subscribe(frame)
+        elif isinstance(frame, ep.CallToolRequest | ep.CallToolCancel):
+            self._host.on_host_call(self._ext, frame)
+        elif isinstance(frame, ep.OneWay):
+            if self._noisy():
+                self._host.on_one_way(self._ext, frame)
         elif isinstance(frame, ep.ShutdownAck):
             log.debug("extension %s: shutdown_ack", self._ext.name)
         elif isinstance(frame, UnknownFrame) and self._noisy():
@@ -205,6 +212,9 @@ class Inbox:
         ext = self._ext
         if isinstance(action, Greet):
             ext.capabilities = list(action.hello.capabilities)
+            ext.hello_warning = action.note or ""
+            if action.note is not None:
+                ext.note(action.note)
             ext.send_nowait(ep.encode(self._host.hello_ack(ext)))
         elif isinstance(action, Ready):
             if action.note is not None and ext.running:  # by quiet or the grace
@@ -255,6 +265,11 @@ class Inbox:
                 log.exception("a progress callback failed")
 
     def _on_bad_frame(self, exc: FrameError, line: bytes) -> None:
+        if exc.type == "tool_result":  # blocks of a type zotd does not know?
+            salvaged = salvage(line, self._ext.name)
+            if salvaged is not None:
+                self._on_reply(salvaged)
+                return
         if self._noisy():
             preview = line[:200].decode("utf-8", "replace")
             self._ext.note(f"skipped a malformed line ({exc.message}): {preview}")
@@ -277,12 +292,14 @@ class Inbox:
         return admitted
 
     def _subscribe(self, frame: ep.Subscribe) -> None:
+        # Subscriptions add up, as in current zot: each frame adds its names.
         ext = self._ext
-        ext.events = set(frame.events)
-        unknown = ext.events - ep.EVENTS
+        events = set(frame.events)
+        ext.events = ext.events | events
+        unknown = events - ep.EVENTS
         if unknown:
             ext.note(f"subscribed to events zot does not send (yet): {sorted(unknown)}")
-        ext.intercepts = set(frame.intercept) & ep.INTERCEPTABLE
+        ext.intercepts = ext.intercepts | (set(frame.intercept) & ep.INTERCEPTABLE)
         ignored = set(frame.intercept) - ep.INTERCEPTABLE
         if ignored:
             ext.note(f"cannot intercept {sorted(ignored)}: only {sorted(ep.INTERCEPTABLE)}")

@@ -135,13 +135,14 @@ class PendingTable(Generic[U]):
     """The requests sent on one stream and not yet answered, by id.
 
     Args:
-        on_expire: told the id of each request whose deadline passed, just
-            before its slot fails with ``timeout`` (to tell the peer, say).
+        on_expire: told the id (and the slot) of each request whose deadline
+            passed, just before its slot fails with ``timeout`` (to tell the
+            peer, say).
     """
 
     __slots__ = ("_last_id", "_next_expiry", "_on_expire", "_scope", "_slots")
 
-    def __init__(self, on_expire: Callable[[str], None]) -> None:
+    def __init__(self, on_expire: Callable[[str, Slot[Any, U]], None]) -> None:
         self._on_expire = on_expire
         self._last_id = 0
         #: Slots of every reply type, hence ``Any``: each knows its own.
@@ -206,6 +207,6 @@ class PendingTable(Generic[U]):
                 if slot.deadline > now:
                     soonest = min(soonest, slot.deadline)
                 elif self._slots.pop(rid, None) is slot:  # (a callback may have popped it)
-                    self._on_expire(rid)
+                    self._on_expire(rid, slot)
                     slot.fail(RequestError(ErrorCode.TIMEOUT, "no reply in time"))
             self._next_expiry = min(self._next_expiry, soonest)

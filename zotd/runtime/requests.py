@@ -24,7 +24,8 @@ from ..model.registry import Registry
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
-from . import lookup
+from . import lookup, system_prompt
+from .callers import Caller, Served
 from .extension import Extension
 from .intercept import Decision, order
 from .panels import Panels, Subscriber
@@ -33,6 +34,27 @@ log = logging.getLogger(__name__)
 
 #: The interceptable events' names, encoded once (the `event` of a payload).
 _EVENT_NAMES = {name: msgspec.Raw(msgspec.json.encode(name)) for name in ep.INTERCEPTABLE}
+
+#: The caller of a call nobody made: no agent, no UI.
+_NOBODY = Caller()
+
+#: The tool error of an interactive tool called by a caller without UI (zot's words).
+_NOT_INTERACTIVE = (
+    "tool %r is interactive: interactive extension tools require an interactive host "
+    "(an agent whose hello lists the `interactive` capability)"
+)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _call_data(extension: str, result: ep.ToolResult) -> ap.CallData:
+    """The ``call_tool`` reply for an extension's ``tool_result``."""
+    data = ap.CallData(extension, result.content, result.is_error, result.structured_content)
+    if result.activate_tools:
+        data.activate_tools = result.activate_tools
+    return data
 
 
 class Requests:
@@ -45,6 +67,12 @@ class Requests:
     _config: Config
     #: Guards that have rewritten an event (see zotd.runtime.intercept).
     _rewriters: set[str]
+    #: The last ``sequence`` given to an event (see :meth:`stamp`).
+    sequence: int
+
+    @functools.cached_property
+    def _cwd(self) -> msgspec.Raw:
+        return msgspec.Raw(msgspec.json.encode(str(self.root)))
 
     def info_of(self, ext: Extension) -> ap.ExtensionInfo:
         """An extension as ``list_extensions`` shows it."""
@@ -155,16 +183,21 @@ class Requests:
         *,
         alone: bool = True,
         progress: Callable[[str, ep.ToolProgress], None] | None = None,
+        caller: Caller | None = None,
     ) -> Callable[[], None]:
         """Starts a tool call, bounded by ``timeout_s`` or ``tool_timeout``.
 
         ``alone=False`` says other calls are being started in the same breath
         (see :meth:`Extension.ask`). ``progress(extension, frame)`` gets the
-        call's ``tool_progress`` frames.
+        call's ``tool_progress`` frames. ``caller`` says who the call is for
+        (see :mod:`zotd.runtime.callers`): an interactive tool (current zot)
+        has no deadline but ``timeout_s`` for an agent that can show UI, and
+        fails at once, with a tool error, for any other caller.
 
         ``done`` gets the result, or the error, exactly once (from the task
-        that reads the extension's reply, or from its expiry task), unless
-        the call is withdrawn first with the function this returns.
+        that reads the extension's reply, or from its expiry task; at once,
+        before this returns, for an interactive tool that cannot run),
+        unless the call is withdrawn first with the function this returns.
 
         Raises:
             RequestError: no such tool, bad arguments, the extension is not running.
@@ -177,11 +210,20 @@ class Requests:
         if timeout_s is not None and timeout_s <= 0:
             raise RequestError(ap.ErrorCode.BAD_REQUEST, "`timeout_s` must be positive")
         ext = self.extensions[tool.extension]
-        timeout = timeout_s if timeout_s is not None else self._config.tool_timeout
+        caller = caller if caller is not None else _NOBODY
+        timeout: float | None = timeout_s if timeout_s is not None else self._config.tool_timeout
+        if tool.interactive:
+            if not caller.interactive:
+                done(ap.CallData(ext.name, [ep.TextBlock(_NOT_INTERACTIVE % name)], True))
+                return _nothing
+            timeout = timeout_s  # the user takes the time it takes
+        served = Served(name, caller)
 
         def on_reply(outcome: ep.ToolResult | RequestError) -> None:
+            if ext.serving.pop(rid, None) is not None:
+                served.end()
             if not isinstance(outcome, RequestError):
-                done(ap.CallData(ext.name, outcome.content, outcome.is_error))
+                done(_call_data(ext.name, outcome))
             elif outcome.code == ap.ErrorCode.TIMEOUT:
                 msg = f"tool {name!r} ({ext.name}) did not answer within {timeout:g} s"
                 done(RequestError(ap.ErrorCode.TIMEOUT, msg))
@@ -196,7 +238,14 @@ class Requests:
             alone=alone,
             progress=None if progress is None else functools.partial(progress, ext.name),
         )
-        return functools.partial(ext.withdraw, rid)
+        ext.serving[rid] = served
+
+        def withdraw() -> None:
+            if ext.serving.pop(rid, None) is not None:
+                served.end()
+            ext.withdraw(rid)
+
+        return withdraw
 
     async def call_tool(self, name: str, args: msgspec.Raw, timeout_s: float | None) -> ap.CallData:
         """:meth:`start_call`, awaited: returns the result or raises its error."""
@@ -216,9 +265,20 @@ class Requests:
             raise result[0]
         return result[0]
 
+    def stamp(self, payload: dict[str, msgspec.Raw]) -> dict[str, msgspec.Raw]:
+        """``payload`` with what zotd adds to every event (current zot's common
+        payload): ``cwd`` (the workspace, unless the agent gave one) and
+        ``sequence`` (strictly increasing in this workspace, shared by events
+        and intercepts)."""
+        self.sequence += 1
+        stamped = {**payload, "sequence": msgspec.Raw(b"%d" % self.sequence)}
+        if "cwd" not in payload:
+            stamped["cwd"] = self._cwd
+        return stamped
+
     def emit_event(self, event: str, payload: dict[str, msgspec.Raw]) -> ap.EmitData:
         """Queues the event for every running subscriber; never waits on one."""
-        line = ep.encode_event(payload)
+        line = ep.encode_event(self.stamp(payload))
         delivered = [
             ext.name
             for ext in self.extensions.values()
@@ -244,11 +304,15 @@ class Requests:
         ``cancel``; its late answer is dropped), then :exc:`trio.Cancelled`
         propagates; no verdict is given.
         """
-        payload = {"event": _EVENT_NAMES[event], **payload}
+        payload = self.stamp({"event": _EVENT_NAMES[event], **payload})
         guards = order(
             [e for e in self.extensions.values() if event in e.intercepts and e.running],
             self._priority,
         )
+        if event == "before_agent_start":
+            return await system_prompt.decide(
+                guards, payload, self._config.intercept_timeout, self._config.max_frame_bytes
+            )
         if not guards:
             await trio.lowlevel.checkpoint()
             return ap.InterceptData(block=False)

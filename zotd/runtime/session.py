@@ -37,6 +37,7 @@ from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
+from .callers import Caller
 from .dispatch import CANCELLABLE, dispatch, refusal
 from .gatekeeper import CLOSE_GRACE, Gatekeeper
 from .hangup import watch_hangup
@@ -79,6 +80,10 @@ class ClientSession:
         self.workspace: Workspace | None = None
         self.authenticated = False
         self.subscribed = False
+        #: What its ``hello`` said it can do (``interactive``, ``host_tools``).
+        self.capabilities: frozenset[str] = frozenset()
+        #: Who its tool calls are for (made again by ``hello``).
+        self.caller = Caller(self)
         self.dropped = 0
         self.done = trio.Event()
         self._stream = stream
@@ -323,12 +328,17 @@ class ClientSession:
             done = functools.partial(self._call_done, key, req.id)
             progress = functools.partial(self._progress, req.id, req.name)
             alone = not self._burst and self.in_flight <= 1
-            self._calls[key] = (
-                req.id,
-                self.workspace.start_call(
-                    req.name, req.args, req.timeout_s, done, alone=alone, progress=progress
-                ),
+            withdraw = self.workspace.start_call(
+                req.name,
+                req.args,
+                req.timeout_s,
+                done,
+                alone=alone,
+                progress=progress,
+                caller=self.caller,
             )
+            if key in self._calls:  # (not answered at once)
+                self._calls[key] = (req.id, withdraw)
         except Exception as exc:
             del self._calls[key]
             self._reply(self._failure(req.id, "call_tool", exc))

@@ -52,6 +52,14 @@ class Host(Protocol):
 
     def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None: ...
 
+    def on_host_call(self, ext: Extension, frame: ep.CallToolRequest | ep.CallToolCancel) -> None:
+        """Current zot's ext -> host ``call_tool`` (or its cancel)."""
+        ...
+
+    def on_one_way(self, ext: Extension, frame: ep.OneWay) -> None:
+        """Current zot's ``submit``, ``submit_slash``, ``clear_notes``, ``open_panel``."""
+        ...
+
     def on_changed(self, ext: Extension) -> None: ...
 
     def on_exit(self, ext: Extension) -> None: ...
@@ -96,7 +104,7 @@ def info(
         log_tail=ext.log.tail() if ext.exit_code is not None else [],
         capabilities=ext.capabilities,
         late_replies=ext.late_replies,
-        warnings=list(ext.found.warnings),
+        warnings=[*ext.found.warnings, *([ext.hello_warning] if ext.hello_warning else [])],
         uptime_s=uptime,
         shadowed=shadowed or [],
         hint=hint,

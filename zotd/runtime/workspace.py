@@ -35,8 +35,9 @@ from ..model.registry import Registry
 from ..model.restart import GiveUp, RestartTracker
 from ..protocol import agent as ap
 from ..protocol import extension as ep
-from . import threads
+from . import one_way, threads
 from .extension import Extension, State
+from .host_calls import HostCalls
 from .panels import Panels, Subscriber
 from .process import Spawner
 from .requests import Requests
@@ -94,6 +95,10 @@ class Workspace(Requests):
         self._rewriters: set[str] = set()
         #: ``extension_state`` pushes, coalesced.
         self._states = StatePushes(self.extensions, self.registry, self.subscribers, self._push)
+        #: The extensions' own ``call_tool`` requests (current zot).
+        self.host_calls = HostCalls(self)
+        #: The last ``sequence`` given to an event of this workspace.
+        self.sequence = 0
 
     # --- lifetime -----------------------------------------------------------------
 
@@ -320,6 +325,7 @@ class Workspace(Requests):
         if subscriber is not None:
             self.subscribers.discard(subscriber)
             self.panels.client_left(subscriber)
+            self.host_calls.client_left(subscriber)
         self._wake_idle_watch()
 
     def _wake_idle_watch(self) -> None:
@@ -354,6 +360,7 @@ class Workspace(Requests):
             cwd=str(self.root),
             extension_dir=str(ext.found.dir),
             data_dir=self._data_dir(ext.name),
+            capabilities=[ep.CALL_TOOL],
         )
 
     def _data_dir(self, name: str) -> str:
@@ -373,7 +380,7 @@ class Workspace(Requests):
         return self.registry.add_command(ext.name, frame.name, frame.description)
 
     def on_register_tool(self, ext: Extension, frame: ep.RegisterTool) -> str | None:
-        return self.registry.add_tool(ext.name, frame.name, frame.description, frame.schema)
+        return self.registry.add_tool(ext.name, frame.name, frame.description, frame.schema, frame)
 
     def on_notify(self, ext: Extension, frame: ep.Notify) -> None:
         self._push(
@@ -388,10 +395,17 @@ class Workspace(Requests):
     def on_exit(self, ext: Extension) -> None:
         self.registry.remove(ext.name)
         self.panels.extension_stopped(ext.name)
+        self.host_calls.extension_stopped(ext.name)
         self._states.changed(ext)
 
     def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
         self.panels.on_frame(ext, frame)
+
+    def on_host_call(self, ext: Extension, frame: ep.CallToolRequest | ep.CallToolCancel) -> None:
+        self.host_calls.on_frame(ext, frame)
+
+    def on_one_way(self, ext: Extension, frame: ep.OneWay) -> None:
+        one_way.route(self, ext, frame)
 
     def _push(self, frame: bytes) -> None:
         for sub in list(self.subscribers):
