@@ -14,7 +14,7 @@ failed reply raises :class:`ZotdError` with the protocol's error ``code``.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +25,7 @@ import msgspec
 from .. import AGENT_PROTOCOL_VERSION
 from ..model.paths import Paths, check_socket_path
 from ..protocol import agent as ap
+from ..protocol import extension as ep
 from . import autostart
 from .connection import decode_data, tag_of
 from .errors import NotRunning, ZotdError
@@ -76,9 +77,12 @@ class Client(Transport):
         client: str = "",
         token: str | None = None,
         attach: bool = True,
+        capabilities: Sequence[str] = (),
     ) -> ap.HelloData:
         """Joins the workspace of ``cwd`` (the daemon's own if ``None``).
 
+        ``capabilities``: ``interactive`` (this agent can show UI),
+        ``host_tools`` (it answers ``host_tool_call`` pushes).
         Returns once its extensions are ready (or their ready grace passed).
         """
         request = ap.Hello(
@@ -90,6 +94,7 @@ class Client(Transport):
             client=client,
             token=token,
             attach=attach,
+            capabilities=list(capabilities),
         )
         self.hello_data = await self._typed(ap.HelloData, request)
         return self.hello_data
@@ -230,6 +235,27 @@ class Client(Transport):
         """The end of an extension's log."""
         return await self._typed(ap.LogsData, ap.ExtLogs(id=_NEW, name=name, lines=lines))
 
+    async def ext_env(
+        self, name: str, *, allow: Sequence[str] = (), deny: Sequence[str] = ()
+    ) -> ap.EnvData:
+        """The variables extension ``name`` is let see beyond the allowlist
+        (names only); ``allow`` and ``deny`` change them."""
+        return await self._typed(
+            ap.EnvData, ap.ExtEnv(id=_NEW, name=name, allow=list(allow), deny=list(deny))
+        )
+
+    async def list_skills(self) -> list[ap.SkillInfo]:
+        """Every skill this workspace's extensions ship."""
+        return (await self._typed(ap.SkillsData, ap.ListSkills(id=_NEW))).skills
+
+    async def host_tool_result(
+        self, call_id: str, content: Sequence[ep.Block], *, is_error: bool = False
+    ) -> None:
+        """Answers a ``host_tool_call`` push with the result of this agent's tool."""
+        await self._call(
+            ap.HostToolResult(id=_NEW, call_id=call_id, content=list(content), is_error=is_error)
+        )
+
     async def shutdown(self) -> None:
         """Asks the daemon to stop gracefully."""
         await self._call(ap.Shutdown(id=_NEW))
@@ -252,6 +278,7 @@ async def connect(
     token: str | None = None,
     attach: bool = True,
     start: bool | None = None,
+    capabilities: Sequence[str] = (),
 ) -> AsyncIterator[Client]:
     """Connects to zotd (and says ``hello`` unless ``hello=False``).
 
@@ -277,6 +304,7 @@ async def connect(
         cwd: the project directory (default: this process's cwd).
         token: needed only if the daemon was configured with one
             (default: ``$ZOTD_TOKEN``).
+        capabilities: what this agent can do (see :meth:`Client.hello`).
 
     Raises:
         NotRunning: nothing answers on the socket (and none was to be started).
@@ -313,6 +341,7 @@ async def connect(
                         client=client,
                         token=token if token is not None else os.environ.get("ZOTD_TOKEN"),
                         attach=attach,
+                        capabilities=capabilities,
                     )
                 yield zot
             finally:
