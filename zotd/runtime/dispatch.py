@@ -148,6 +148,7 @@ async def _hello(conn: Connection, req: ap.Hello, line: bytes) -> ap.HelloData:
         raise RequestError(Code.INTERNAL, f"the workspace {root} failed: {ws.crashed}")
     if conn.subscribed:
         ws.subscribers.add(conn)
+    ws.host_calls.agent_joined(conn)
     log.info("client %d (%s) joined %s", conn.number, req.client or "?", root)
     await ws.wait_settled()
     return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, str(root), os.getpid())

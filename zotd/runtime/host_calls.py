@@ -14,6 +14,7 @@ from ..protocol import extension as ep
 from .panels import Subscriber
 
 if TYPE_CHECKING:
+    from .dispatch import Connection
     from .extension import Extension
     from .workspace import Workspace
 
@@ -47,6 +48,9 @@ class HostCalls:
     def on_result(self, client: Subscriber, req: ap.HostToolResult) -> ap.Empty:
         """An agent's ``host_tool_result``."""
         raise RequestError(ap.ErrorCode.NOT_FOUND, f"no host tool call {req.call_id!r} is pending")
+
+    def agent_joined(self, agent: Connection) -> None:
+        """An agent joined the workspace (its ``hello`` lists its capabilities)."""
 
     def client_left(self, client: Subscriber) -> None:
         """The agent left: the calls forwarded to it fail."""

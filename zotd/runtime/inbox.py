@@ -307,7 +307,8 @@ class Inbox:
             self._host.on_changed(ext)
 
     def _report_shadow(self, reason: str | None) -> None:
+        # `reason`: why a registration was refused or changed, for its log.
         if reason is not None:
             self._ext.note(reason)
-        elif self._ext.state == State.READY:
+        if self._ext.state == State.READY:
             self._host.on_changed(self._ext)  # a late registration

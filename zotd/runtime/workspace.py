@@ -17,7 +17,7 @@ the coalescing of ``extension_state`` pushes is
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -306,6 +306,13 @@ class Workspace(Requests):
         async with trio.open_nursery() as nursery:
             for ext in list(self.extensions.values()):
                 nursery.start_soon(ext.stop, code)
+
+    def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        """Runs ``fn(*args)`` in the workspace's nursery (it ends with the
+        workspace; it must not raise)."""
+        if self._nursery is None:
+            raise RuntimeError("the workspace is not running")
+        self._nursery.start_soon(fn, *args)
 
     async def wait_settled(self) -> None:
         """Waits until every extension is ready or has failed, or its ready grace
