@@ -103,6 +103,17 @@ def test_unknown_names_suggest_the_closest() -> None:
     assert hints.unknown_extension("zzz", []) == "no extension named 'zzz' (installed: none)"
 
 
+def test_command_suggestions_ignore_case() -> None:
+    # Commands are matched whatever their case (current zot): compared in
+    # lower case, suggested in their own spelling, never the name itself.
+    assert hints.close_matches("TODOS", ["todo", "clock"], fold=True) == ["todo"]
+    assert hints.close_matches("TODOS", ["todo", "clock"]) == []
+    assert hints.close_matches("Todo", ["todo", "todos"], fold=True) == ["todos"]
+    assert hints.close_matches("todo", ["todo", "todos"]) == ["todos"]
+    assert hints.close_matches("tod", ["Todo", "todo"], fold=True) == ["Todo"]
+    assert hints.close_matches("Weather", ["weather"]) == ["weather"]  # tools: exact
+
+
 def test_long_names_are_cut_in_messages() -> None:
     message = hints.unknown("tool", "n" * 10_000, [], [])
     assert message == f"no tool '{'n' * 77}...' in this workspace (`zot tools` lists them)"

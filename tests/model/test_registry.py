@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
+import pytest
 
 from zotd.model.config import BUILTIN_TOOLS, DEFAULT_RESERVED_COMMANDS
 from zotd.model.registry import Command, Registry, Tool
 from zotd.protocol.agent import CommandInfo, ToolInfo
+from zotd.protocol.extension import RegisterTool
 
 SCHEMA = msgspec.Raw(b'{"type":"object","properties":{"city":{"type":"string"}}}')
 
@@ -62,8 +66,89 @@ def test_reserved_commands_come_from_the_constructor() -> None:
     assert reg.add_command("e", "help", "") is None
 
 
-def test_reserved_command_names_are_case_sensitive() -> None:
-    assert registry().add_command("e", "Help", "") is None
+def test_reserved_command_names_ignore_case() -> None:
+    reg = registry()
+    assert reg.add_command("e", "Help", "") == "command /Help is shadowed by zot's built-in /help"
+    assert reg.commands == {}
+    assert reg.is_builtin("command", "HELP")
+    (shadow,) = reg.shadowed("command")
+    assert (shadow.name, shadow.held_by, shadow.reason) == ("Help", "zot", "zot's built-in command")
+
+
+def test_configured_reserved_commands_ignore_case() -> None:
+    reg = Registry(reserved_commands=["Deploy"], builtin_tools=[])
+    assert reg.add_command("e", "deploy", "") == (
+        "command /deploy is shadowed by zot's built-in /deploy"
+    )
+    (shadow,) = reg.shadowed("command")
+    assert shadow.reason == "reserved (`reserved_commands` in zotd.toml)"
+
+
+# --- command names ignore case (current zot) ----------------------------------
+
+
+def test_a_command_is_found_whatever_its_case_and_keeps_its_spelling() -> None:
+    reg = registry()
+    assert reg.add_command("todo-panel", "ToDo", "a panel") is None
+    for asked in ("todo", "TODO", "ToDo"):
+        assert reg.command(asked) == Command("ToDo", "a panel", "todo-panel")
+        assert reg.holds("command", asked) == "todo-panel"
+    assert reg.command_infos() == [CommandInfo("ToDo", "a panel", "todo-panel")]
+    assert reg.command("todos") is None
+
+
+def test_commands_differing_only_by_case_conflict_first_wins() -> None:
+    reg = registry()
+    assert reg.add_command("a", "todo", "one") is None
+    reason = reg.add_command("b", "TODO", "two")
+    assert reason == (
+        "command /TODO is shadowed by /todo, which extension 'a' registered "
+        "/todo first (command names ignore case)"
+    )
+    assert reg.command("Todo") == Command("todo", "one", "a")
+    (shadow,) = reg.shadowed("command")
+    assert (shadow.name, shadow.extension, shadow.held_by) == ("TODO", "b", "a")
+    assert shadow.reason == "extension 'a' registered /todo first (command names ignore case)"
+    assert reg.shadowed_of("b")[0].name == "/TODO"
+
+
+def test_one_extension_registering_two_cases_keeps_the_first() -> None:
+    reg = registry()
+    assert reg.add_command("e", "todo", "one") is None
+    assert reg.add_command("e", "Todo", "two") == (
+        "command /Todo is shadowed by /todo, which it registered /todo first "
+        "(command names ignore case)"
+    )
+    assert reg.command_infos() == [CommandInfo("todo", "one", "e")]
+
+
+def test_the_loser_of_a_case_conflict_takes_the_name_once_free() -> None:
+    reg = registry()
+    reg.add_command("a", "todo", "")
+    reg.add_command("b", "TODO", "")
+    reg.remove("a")
+    assert "nobody holds it now" in reg.shadowed("command")[0].reason
+    assert reg.add_command("b", "TODO", "") is None
+    assert reg.shadowed("command") == []
+    assert reg.command("todo") == Command("TODO", "", "b")
+
+
+def test_remembered_commands_are_found_whatever_their_case() -> None:
+    reg = registry()
+    reg.add_command("e", "Todo", "")
+    reg.remove("e")
+    assert reg.last_held_by("command", "TODO") == ["e"]
+    assert reg.last_held_by("command", "todos") == []
+    assert reg.names("command") == {"Todo"}
+
+
+def test_tool_names_stay_exact() -> None:
+    reg = registry()
+    assert reg.add_tool("a", "weather", "", SCHEMA) is None
+    assert reg.add_tool("b", "Weather", "", SCHEMA) is None
+    assert reg.holds("tool", "WEATHER") is None
+    assert reg.last_held_by("tool", "Weather") == ["b"]
+    assert not reg.is_builtin("tool", "Read")
 
 
 def test_same_extension_re_registering_a_command_updates_it() -> None:
@@ -121,6 +206,86 @@ def test_same_extension_re_registering_a_tool_updates_it() -> None:
     assert reg.add_tool("e", "t", "new", SCHEMA) is None
     assert reg.tools["t"] == Tool("t", "new", SCHEMA, "e")
     assert len(reg.tools) == 1
+
+
+# --- tool metadata (current zot) ----------------------------------------------
+
+
+def meta(**fields: Any) -> RegisterTool:
+    return RegisterTool(name="t", **fields)
+
+
+def test_tool_metadata_is_kept_and_listed() -> None:
+    reg = registry()
+    frame = meta(
+        output_schema=msgspec.Raw(b'{"type":"object"}'),
+        namespace="todos",
+        namespace_description="the todo list",
+        namespace_instructions="list before you add",
+        exposure="codemode",
+        deferred=True,
+        interactive=True,
+        replay="idempotent",
+    )
+    assert reg.add_tool("e", "t", "d", SCHEMA, frame) is None
+    assert reg.tools["t"].meta == frame
+    assert reg.tools["t"].interactive
+    (info,) = reg.tool_infos()
+    assert msgspec.json.decode(msgspec.json.encode(info)) == {
+        "name": "t",
+        "description": "d",
+        "schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "extension": "e",
+        "output_schema": {"type": "object"},
+        "namespace": "todos",
+        "namespace_description": "the todo list",
+        "namespace_instructions": "list before you add",
+        "exposure": "codemode",
+        "deferred": True,
+        "interactive": True,
+        "replay": "idempotent",
+    }
+
+
+def test_a_tool_without_metadata_lists_none() -> None:
+    reg = registry()
+    reg.add_tool("e", "t", "d", SCHEMA, meta())
+    encoded = msgspec.json.decode(msgspec.json.encode(reg.tool_infos()))
+    assert encoded == [{"name": "t", "description": "d", "schema": msgspec.json.decode(SCHEMA),
+                        "extension": "e"}]  # fmt: skip
+
+
+@pytest.mark.parametrize("exposure", ["direct", "codemode", "deferred", "model-only"])
+def test_every_known_exposure_is_accepted(exposure: str) -> None:
+    reg = registry()
+    assert reg.add_tool("e", "t", "", SCHEMA, meta(exposure=exposure)) is None
+    assert reg.tool_infos()[0].exposure == exposure
+
+
+def test_a_tool_with_an_unknown_exposure_is_skipped() -> None:
+    reg = registry()
+    note = reg.add_tool("e", "t", "", SCHEMA, meta(exposure="eager"))
+    assert note is not None
+    assert "unknown exposure 'eager'" in note
+    assert note.endswith("skipped")
+    assert reg.tools == {}
+    assert reg.shadowed("tool") == []
+    assert reg.held == {}
+
+
+@pytest.mark.parametrize("replay", ["never", "safe", "idempotent", "reconcile"])
+def test_every_known_replay_is_kept(replay: str) -> None:
+    reg = registry()
+    assert reg.add_tool("e", "t", "", SCHEMA, meta(replay=replay)) is None
+    assert reg.tool_infos()[0].replay == replay
+
+
+def test_an_unknown_replay_is_taken_as_never() -> None:
+    reg = registry()
+    note = reg.add_tool("e", "t", "", SCHEMA, meta(replay="always", deferred=True))
+    assert note == "tool 't': unknown replay 'always', taken as 'never'"
+    (info,) = reg.tool_infos()
+    assert (info.replay, info.deferred) == ("never", True)
 
 
 def test_commands_and_tools_are_separate_namespaces() -> None:

@@ -40,12 +40,25 @@ def label(kind: str, name: str) -> str:
     return repr(cut)
 
 
-def close_matches(name: str, candidates: Iterable[str]) -> list[str]:
-    """The candidates most like ``name``, best first (none for a very long name)."""
+def close_matches(name: str, candidates: Iterable[str], *, fold: bool = False) -> list[str]:
+    """The candidates most like ``name``, best first (none for a very long name).
+
+    ``fold``: names that differ only by case are the same name (commands,
+    as current zot matches them): compared in lower case, a candidate that
+    is ``name`` in another case is no suggestion, and of several spellings
+    of one name the first in sorted order stands for it.
+    """
     if len(name) > MAX_COMPARED:
         return []
-    pool = sorted({c for c in candidates if c != name})
-    return difflib.get_close_matches(name, pool, n=MAX_SUGGESTIONS, cutoff=CUTOFF)
+    if not fold:
+        pool = sorted({c for c in candidates if c != name})
+        return difflib.get_close_matches(name, pool, n=MAX_SUGGESTIONS, cutoff=CUTOFF)
+    spelled: dict[str, str] = {}
+    for candidate in sorted(set(candidates)):
+        spelled.setdefault(candidate.lower(), candidate)
+    spelled.pop(name.lower(), None)
+    close = difflib.get_close_matches(name.lower(), spelled, n=MAX_SUGGESTIONS, cutoff=CUTOFF)
+    return [spelled[c] for c in close]
 
 
 def one_of(items: Sequence[str]) -> str:

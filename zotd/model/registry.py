@@ -7,6 +7,17 @@ the loser's log. The refused registrations are kept too (:class:`Shadow`),
 so that ``list_commands``, ``list_tools`` and ``list_extensions`` can show
 them.
 
+Command names are matched case-insensitively, as current zot matches them
+(its command index is keyed by the lower-case name): ``/TODO`` runs the
+command registered as ``todo``, which keeps the spelling its extension
+gave it (the ``command_invoked`` it is sent names it so), and two
+registrations that differ only by case conflict like any others. Tool
+names are exact.
+
+Tools carry current zot's metadata (the ``register_tool`` frame, shown in
+``list_tools``); as zot does, a tool with an unknown ``exposure`` is
+skipped, and an unknown ``replay`` counts as ``never``.
+
 The registry also remembers, per extension, the names its latest process
 held (:meth:`Registry.begin` starts a new process's list, replaced at its
 first registration), also once it has stopped: so that a call to one of
@@ -22,14 +33,19 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ..protocol.agent import CommandInfo, Shadowed, ShadowedInfo, ToolInfo
-from ..protocol.extension import RegisterTool
+from ..protocol.extension import EXPOSURES, REPLAYS, RegisterTool
 from .args import ArgsSchema
 from .config import DEFAULT_RESERVED_COMMANDS
 
 
+def command_key(name: str) -> str:
+    """What a command name is matched by: its lower case (current zot's rule)."""
+    return name.lower()
+
+
 @dataclass(slots=True)
 class Command:
-    """A registered slash command."""
+    """A registered slash command; ``name`` as its extension spelled it."""
 
     name: str
     description: str
@@ -85,13 +101,18 @@ class Shadow:
 #: Who holds the names zot keeps for itself, in a :class:`Shadow`.
 ZOT = "zot"
 
+#: zot's built-in commands, by :func:`command_key`.
+ZOT_COMMANDS = frozenset(command_key(n) for n in DEFAULT_RESERVED_COMMANDS)
+
 
 class Registry:
     """Commands and tools by name, each owned by one extension."""
 
     def __init__(self, *, reserved_commands: Iterable[str], builtin_tools: Iterable[str]) -> None:
-        self.reserved_commands = frozenset(reserved_commands)
+        #: Lower case: a command is reserved whatever its case.
+        self.reserved_commands = frozenset(command_key(n) for n in reserved_commands)
         self.builtin_tools = frozenset(builtin_tools)
+        #: By :func:`command_key`.
         self.commands: dict[str, Command] = {}
         self.tools: dict[str, Tool] = {}
         #: Refused registrations by (kind, name, extension), in arrival order.
@@ -100,21 +121,31 @@ class Registry:
         self.held: dict[str, set[tuple[str, str]]] = {}
         self._fresh: set[str] = set()
 
+    def command(self, name: str) -> Command | None:
+        """The command ``name`` matches, whatever its case."""
+        return self.commands.get(command_key(name))
+
     def add_command(self, extension: str, name: str, description: str) -> str | None:
         """Registers a command. Returns ``None``, or why it was shadowed."""
-        if name in self.reserved_commands:
+        key = command_key(name)
+        if key in self.reserved_commands:
             why = (
                 "zot's built-in command"
-                if name in DEFAULT_RESERVED_COMMANDS
+                if key in ZOT_COMMANDS
                 else "reserved (`reserved_commands` in zotd.toml)"
             )
             self._shadow("command", name, description, extension, ZOT, why)
-            return f"command /{name} is shadowed by zot's built-in /{name}"
-        held = self.commands.get(name)
+            return f"command /{name} is shadowed by zot's built-in /{key}"
+        held = self.commands.get(key)
+        if held is not None and held.name != name:
+            by = "it" if held.extension == extension else f"extension {held.extension!r}"
+            why = f"{by} registered /{held.name} first (command names ignore case)"
+            self._shadow("command", name, description, extension, held.extension, why)
+            return f"command /{name} is shadowed by /{held.name}, which {why}"
         if held is not None and held.extension != extension:
             self._shadow("command", name, description, extension, held.extension, "")
             return f"command /{name} is shadowed by extension {held.extension!r}, which registered it first"
-        self.commands[name] = Command(name, description, extension)
+        self.commands[key] = Command(name, description, extension)
         self._hold(extension, "command", name)
         return None
 
@@ -126,7 +157,16 @@ class Registry:
         schema: msgspec.Raw,
         meta: RegisterTool | None = None,
     ) -> str | None:
-        """Registers a tool. Returns ``None``, or why it was shadowed."""
+        """Registers a tool. Returns ``None``, or a note for the extension's
+        log: why it was shadowed or skipped (an unknown ``exposure``), or
+        that its unknown ``replay`` counts as ``never`` (it is registered)."""
+        note = None
+        if meta is not None and meta.exposure and meta.exposure not in EXPOSURES:
+            known = ", ".join(sorted(EXPOSURES))
+            return f"tool {name!r}: unknown exposure {meta.exposure!r} (not {known}): skipped"
+        if meta is not None and meta.replay and meta.replay not in REPLAYS:
+            note = f"tool {name!r}: unknown replay {meta.replay!r}, taken as 'never'"
+            meta = msgspec.structs.replace(meta, replay="never")
         if name in self.builtin_tools:
             self._shadow("tool", name, description, extension, ZOT, "zot's built-in tool")
             return f"tool {name!r} is shadowed by zot's built-in tool {name!r}"
@@ -136,7 +176,7 @@ class Registry:
             return f"tool {name!r} is shadowed by extension {held.extension!r}, which registered it first"
         self.tools[name] = Tool(name, description, schema, extension, meta)
         self._hold(extension, "tool", name)
-        return None
+        return note
 
     def _shadow(
         self, kind: str, name: str, description: str, extension: str, held_by: str, why: str
@@ -175,12 +215,20 @@ class Registry:
 
     def holds(self, kind: str, name: str) -> str | None:
         """The extension holding command or tool ``name`` now, if any."""
-        entry = self.commands.get(name) if kind == "command" else self.tools.get(name)
+        entry = self.command(name) if kind == "command" else self.tools.get(name)
         return entry.extension if entry is not None else None
 
     def last_held_by(self, kind: str, name: str) -> list[str]:
-        """The extensions whose latest process held ``name``, by name."""
-        return sorted(e for e, held in self.held.items() if (kind, name) in held)
+        """The extensions whose latest process held ``name`` (a command in
+        any case), by name."""
+        if kind != "command":
+            return sorted(e for e, held in self.held.items() if (kind, name) in held)
+        key = command_key(name)
+        return sorted(
+            e
+            for e, held in self.held.items()
+            if any(k == kind and command_key(n) == key for k, n in held)
+        )
 
     def names(self, kind: str) -> set[str]:
         """Every name of ``kind`` held now or remembered."""
@@ -188,8 +236,10 @@ class Registry:
         return set(now) | {n for held in self.held.values() for k, n in held if k == kind}
 
     def is_builtin(self, kind: str, name: str) -> bool:
-        """Whether zot keeps ``name`` for itself."""
-        return name in (self.reserved_commands if kind == "command" else self.builtin_tools)
+        """Whether zot keeps ``name`` (a command in any case) for itself."""
+        if kind == "command":
+            return command_key(name) in self.reserved_commands
+        return name in self.builtin_tools
 
     def commands_of(self, extension: str) -> list[CommandInfo]:
         """The commands ``extension`` holds, as wire Structs, by name."""
@@ -208,10 +258,7 @@ class Registry:
 
     def tool_infos(self) -> list[ToolInfo]:
         """Every tool, by name."""
-        return [
-            ToolInfo(t.name, t.description, t.schema, t.extension)
-            for _, t in sorted(self.tools.items())
-        ]
+        return [_tool_info(t) for _, t in sorted(self.tools.items())]
 
     def shadowed(self, kind: str) -> list[ShadowedInfo]:
         """The refused registrations of ``kind``, by name, then extension."""
@@ -233,3 +280,20 @@ class Registry:
         if shadow.held_by == ZOT or self.holds(shadow.kind, shadow.name) is not None:
             return shadow.reason
         return f"{shadow.reason}; nobody holds it now: `zot ext reload {shadow.extension}` would take it"
+
+
+def _tool_info(tool: Tool) -> ToolInfo:
+    """``tool`` as ``list_tools`` shows it, with the metadata it registered."""
+    info = ToolInfo(tool.name, tool.description, tool.schema, tool.extension)
+    meta = tool.meta
+    if meta is None:
+        return info
+    info.output_schema = meta.output_schema
+    info.namespace = meta.namespace
+    info.namespace_description = meta.namespace_description
+    info.namespace_instructions = meta.namespace_instructions
+    info.exposure = meta.exposure
+    info.deferred = meta.deferred
+    info.interactive = meta.interactive
+    info.replay = meta.replay
+    return info

@@ -12,9 +12,8 @@ from pathlib import Path
 import trio
 
 from ..model import hints
-from ..model.config import DEFAULT_RESERVED_COMMANDS
 from ..model.errors import RequestError
-from ..model.registry import Registry
+from ..model.registry import ZOT_COMMANDS, Registry, command_key
 from ..protocol.agent import ErrorCode
 from .extension import Extension
 
@@ -44,17 +43,18 @@ def missing(
     ``unavailable``, naming its extension and the fix, if an extension of
     the workspace that is not serving held it last; else ``not_found``, with
     the closest names held or remembered, and the extensions not running
-    whose names are not known (they never registered anything).
+    whose names are not known (they never registered anything). Command
+    names are compared whatever their case (see :mod:`zotd.model.registry`).
     """
     if registry.is_builtin(kind, name):
-        default = kind == "tool" or name in DEFAULT_RESERVED_COMMANDS
+        default = kind == "tool" or command_key(name) in ZOT_COMMANDS
         return RequestError(ErrorCode.NOT_FOUND, hints.builtin(kind, name, default=default))
     for holder in registry.last_held_by(kind, name):
         ext = extensions.get(holder)
         why = why_not(ext, workspace) if ext is not None else None
         if why is not None:
             return RequestError(ErrorCode.UNAVAILABLE, hints.unavailable(kind, name, why))
-    close = hints.close_matches(name, registry.names(kind))
+    close = hints.close_matches(name, registry.names(kind), fold=kind == "command")
     unknown = []
     for ext_name in sorted(extensions):
         why = why_not(extensions[ext_name], workspace)

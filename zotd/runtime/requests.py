@@ -109,8 +109,10 @@ class Requests:
     async def invoke_command(
         self, name: str, args: str, client: Subscriber | None = None
     ) -> ap.InvokeData:
-        """Runs ``/name``; bounded by ``command_timeout``. A panel the
-        extension opens belongs to ``client``: its frames go there.
+        """Runs ``/name`` (matched whatever its case); bounded by
+        ``command_timeout``. A panel the extension opens belongs to
+        ``client``: its frames go there. The reply is the extension's
+        ``command_response`` (see :func:`_invoke_data`).
 
         The deadline covers queueing the frame (a full stdin waits) and the
         wait for the reply. Cancellation (the agent's ``cancel``, a hangup)
@@ -125,9 +127,10 @@ class Requests:
                 answers nonsense (``extension_failed``).
         """
         name = name.removeprefix("/")
-        cmd = self.registry.commands.get(name)
+        cmd = self.registry.command(name)  # whatever its case, as zot matches it
         if cmd is None:
             raise self.missing("command", name)
+        name = cmd.name  # the extension's spelling, in command_invoked too
         ext = self.extensions[cmd.extension]
         args = args.strip()
         timeout = self._config.command_timeout
@@ -148,19 +151,7 @@ class Requests:
             raise RequestError(
                 ap.ErrorCode.TIMEOUT, f"/{name} ({ext.name}) did not answer within {timeout:g} s"
             )
-        action, error = reply.action, reply.error
-        if action not in ep.ACTIONS:
-            error = error or f"extension {ext.name!r} answered with unknown action {action!r}"
-            action = "noop"
-        return ap.InvokeData(
-            extension=ext.name,
-            action=action,
-            prompt=reply.prompt,
-            insert=reply.insert,
-            display=reply.display,
-            error=error,
-            open_panel=reply.open_panel,
-        )
+        return _invoke_data(ext.name, name, reply)
 
     def panel_input(
         self, client: Subscriber, req: ap.PanelKey | ap.PanelResize | ap.PanelClose
@@ -334,3 +325,52 @@ class Requests:
     def _priority(self, name: str) -> int:
         manifest = self.extensions[name].found.manifest
         return self._config.priority_for(name, manifest.priority if manifest else 0)
+
+
+def _invoke_data(extension: str, command: str, reply: ep.CommandResponse) -> ap.InvokeData:
+    """The ``invoke_command`` reply for an extension's ``command_response``.
+
+    Current zot's actions come through: ``open_panel`` (its panel was
+    opened as the reply was read) and ``tool_prompt``, whose ``tool_name``
+    and ``tool_args`` (``{}`` if absent) are set for it alone. A reply that
+    cannot be carried out (an unknown action, ``open_panel`` without a
+    panel, ``tool_prompt`` without a tool name or with arguments that are
+    not a JSON object) becomes ``noop`` with an ``error`` that says why,
+    unless the extension gave an error of its own.
+    """
+    data = ap.InvokeData(
+        extension=extension,
+        action=reply.action,
+        prompt=reply.prompt,
+        insert=reply.insert,
+        display=reply.display,
+        error=reply.error,
+        open_panel=reply.open_panel,
+    )
+    wrong = _unusable(reply)
+    if wrong:
+        data.action = "noop"
+        data.error = reply.error or f"/{command} ({extension}) answered {wrong}"
+    elif reply.action == "tool_prompt":
+        data.tool_name = reply.tool_name
+        data.tool_args = reply.tool_args if reply.tool_args is not msgspec.UNSET else _NO_ARGS
+    return data
+
+
+#: The arguments of a ``tool_prompt`` that gave none.
+_NO_ARGS = msgspec.Raw(b"{}")
+
+
+def _unusable(reply: ep.CommandResponse) -> str:
+    """What makes ``reply`` impossible to carry out, in words, or ``""``."""
+    if reply.action not in ep.ACTIONS:
+        return f"with unknown action {reply.action!r}"
+    if reply.action == "open_panel" and reply.open_panel is None:
+        return "with action 'open_panel' but no `open_panel` panel"
+    if reply.action != "tool_prompt":
+        return ""
+    if not reply.tool_name:
+        return "with action 'tool_prompt' but no `tool_name`"
+    if reply.tool_args is not msgspec.UNSET and not is_json_object(reply.tool_args):
+        return f"with action 'tool_prompt' whose `tool_args` for {reply.tool_name!r} are not a JSON object"
+    return ""
