@@ -81,8 +81,12 @@ class Agent:
         return self.paths.home / "data" / "guard" / "audit.jsonl"
 
     async def audited(self, count: int) -> list[dict[str, Any]]:
-        """The guard's first ``count`` audit entries, without their times."""
+        """The guard's first ``count`` audit entries, without their times and
+        what zotd adds to every event (the workspace, a rising sequence)."""
         lines = await wait_for_lines(self.audit_log, count)
+        sequences = [e.pop("sequence") for e in lines]
+        assert sequences == sorted(set(sequences)), "strictly increasing"
+        assert all(e.pop("cwd") == str(self.project) for e in lines)
         return [{k: v for k, v in e.items() if k != "ts"} for e in lines]
 
 
