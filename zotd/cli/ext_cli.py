@@ -1,4 +1,5 @@
-"""``zot ext``: list, install, remove, enable, disable, reload extensions; read their logs.
+"""``zot ext``: list, install, remove, enable, disable, reload extensions; read
+their logs; show and change the environment variables they see (``env``).
 
 With a daemon running, every command goes through it (the ``ext_*``
 requests), so a change applies at once to every agent. Without one, the file
@@ -18,7 +19,7 @@ from ..client import Client
 from ..model import manage, trust
 from ..model.discovery import every_copy, to_enable
 from ..protocol import agent as ap
-from . import ext_logs
+from . import ext_env_cli, ext_logs
 from .common import Options, Where, die, print_json, settings, with_client
 from .ext_view import describe, offline_info, print_list
 from .local import find_local, local, workspace_of
@@ -26,7 +27,7 @@ from .output import printable
 
 app = App(
     name="ext",
-    help="Manage extensions: list, install, remove, enable, disable, reload, trust, logs.",
+    help="Manage extensions: list, install, remove, enable, disable, reload, trust, logs, env.",
 )
 
 OFFLINE = "zotd is not running; this applies when it next starts"
@@ -351,3 +352,4 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
 
 
 app.command(ext_logs.logs, name="logs")
+app.command(ext_env_cli.env, name="env")

@@ -21,6 +21,9 @@ import msgspec
 
 from ..protocol.lines import DEFAULT_MAX_LINE
 
+#: An environment variable name (as :func:`zotd.model.env_grants.is_variable_name`).
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 Seconds = Annotated[float, msgspec.Meta(gt=0)]
 NonNegSeconds = Annotated[float, msgspec.Meta(ge=0)]
 
@@ -87,6 +90,14 @@ class ExtensionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     #: Variables of the daemon's environment it may see, on top of the
     #: allowlist and its manifest's ``env_passthrough`` (an API key, say).
     env_passthrough: list[str] = []
+
+    def __post_init__(self) -> None:
+        for i, name in enumerate(self.env_passthrough):
+            if not _VARIABLE.fullmatch(name):
+                raise ValueError(
+                    f"env_passthrough[{i}] is {name!r}, not an environment variable name "
+                    "(letters, digits and _, not starting with a digit)"
+                )
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=True):

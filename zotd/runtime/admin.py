@@ -27,8 +27,9 @@ from pathlib import Path
 
 import trio
 
-from ..model import hints, manage, trust
+from ..model import env_grants, hints, manage, trust
 from ..model.discovery import every_copy, project_dir, to_enable
+from ..model.environment import Passthrough, allowlisted
 from ..model.errors import RequestError
 from ..model.logfiles import tail
 from ..model.manifest import Found, Scope
@@ -262,6 +263,52 @@ async def logs(hub: Hub, ws: Workspace, name: str, lines: int) -> ap.LogsData:
 
 
 async def env(hub: Hub, ws: Workspace, name: str, allow: list[str], deny: list[str]) -> ap.EnvData:
-    """The variables extension ``name`` gets beyond the allowlist; ``allow``
-    and ``deny`` change them. (Being built.)"""
-    raise RequestError(ap.ErrorCode.UNKNOWN_COMMAND, "ext_env is not supported by this zotd yet")
+    """The variables of the daemon's environment extension ``name`` gets
+    beyond the allowlist (names only: a value is never read into a reply or
+    a log line); ``allow`` grants more, ``deny`` hides some (see
+    :mod:`zotd.model.env_grants`).
+
+    A change is written to the grants file (in a worker thread), then the
+    extension is restarted in every running workspace that has one of that
+    name (grants go by name), in parallel, so its new process gets the new
+    environment; the reply comes once the caller's copy is ready.
+
+    Cancellation: as the module says (the file is written all the same).
+    """
+    found = await _lookup(ws, name)
+    for var in (*allow, *deny):
+        if not env_grants.is_variable_name(var):
+            raise RequestError(Code.BAD_REQUEST, f"{var!r} is not an environment variable name")
+        if allowlisted(var):
+            raise RequestError(
+                Code.BAD_REQUEST,
+                f"every extension gets {var} already (zotd's allowlist); --allow and --deny "
+                "are for the variables beyond it",
+            )
+    home = hub.paths.home
+    if allow or deny:
+        try:
+            _, changed = await threads.run_sync(env_grants.change, home, name, allow, deny)
+        except env_grants.GrantsError as exc:
+            raise RequestError(Code.BAD_REQUEST, str(exc)) from None
+        if changed:
+            log.info("%s: allowed %s, denied %s", name, allow or "nothing", deny or "nothing")
+            seeing = [w for w in hub.live_workspaces() if name in w.extensions or w is ws]
+            await _refresh(seeing, [name], reload=True)
+    try:
+        grants = await threads.run_sync(env_grants.grants_for, home, name)
+    except env_grants.GrantsError as exc:
+        raise RequestError(
+            Code.UNAVAILABLE,
+            f"{exc}; until it is fixed or deleted, {name} gets no variables beyond the allowlist",
+        ) from None
+    settings = hub.config.extensions.get(name)
+    passing = Passthrough.of(found.manifest, settings.env_passthrough if settings else (), grants)
+    return ap.EnvData(
+        name=name,
+        variables=passing.present(hub.ctx.env),
+        manifest=list(passing.manifest),
+        config=list(passing.config),
+        allowed=list(passing.allowed),
+        denied=list(passing.denied),
+    )

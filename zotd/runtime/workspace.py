@@ -28,7 +28,7 @@ from .. import EXTENSION_PROTOCOL_VERSION, __version__
 from ..model import trust
 from ..model.config import BUILTIN_TOOLS, Config
 from ..model.discovery import discover
-from ..model.environment import extension_env
+from ..model.environment import extension_env, passthrough_for
 from ..model.manifest import Found, Scope
 from ..model.paths import Paths
 from ..model.registry import Registry
@@ -164,7 +164,9 @@ class Workspace(Requests):
         )
 
     def _new(self, found: Found) -> Extension:
-        env = extension_env(self._ctx.env, found.manifest, str(self._ctx.paths.home))
+        home = self._ctx.paths.home
+        passthrough = passthrough_for(home, self._config, found.name, found.manifest)
+        env = extension_env(self._ctx.env, found.manifest, str(home), passthrough)
         if found.scope == Scope.PROJECT:
             # Python's bytecode cache, written into the directory trust pins,
             # would read as a change (unless its manifest sets this itself).
