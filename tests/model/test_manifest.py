@@ -25,6 +25,7 @@ from zotd.model.manifest import (
     read_manifest,
     read_manifest_with_warnings,
     resolve_exec,
+    runs_nothing,
 )
 
 
@@ -122,16 +123,93 @@ def test_missing_name(tmp_path: Path) -> None:
     )
 
 
+#: A manifest with neither ``exec`` nor ``skills`` nor a theme (current zot's wording).
+NOTHING_TO_RUN = "`exec` or `skills` is required (or a theme: theme.json or themes/theme.json)"
+
+
 def test_missing_exec(tmp_path: Path) -> None:
     write_manifest(tmp_path, {"name": "x"})
-    assert manifest_error(tmp_path) == (
-        f"{tmp_path / MANIFEST}: Object missing required field `exec`"
-    )
+    assert manifest_error(tmp_path) == f"{tmp_path / MANIFEST}: {NOTHING_TO_RUN}"
 
 
 def test_empty_exec(tmp_path: Path) -> None:
     write_manifest(tmp_path, {"name": "x", "exec": ""})
-    assert manifest_error(tmp_path) == f"{tmp_path / MANIFEST}: `exec` is empty"
+    assert manifest_error(tmp_path) == f"{tmp_path / MANIFEST}: {NOTHING_TO_RUN}"
+
+
+def test_empty_skills_and_no_exec(tmp_path: Path) -> None:
+    write_manifest(tmp_path, {"name": "x", "skills": []})
+    assert manifest_error(tmp_path) == f"{tmp_path / MANIFEST}: {NOTHING_TO_RUN}"
+
+
+def test_skills_without_exec_is_a_manifest(tmp_path: Path) -> None:
+    (tmp_path / "skills").mkdir()
+    write_manifest(tmp_path, {"name": "x", "skills": ["skills"]})
+    assert read_manifest(tmp_path) == Manifest(name="x", skills=["skills"])
+
+
+def test_skills_only_loads_with_nothing_to_run(tmp_path: Path) -> None:
+    skill = tmp_path / "ext" / "skills" / "commit" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: commit\ndescription: Write a commit.\n---\nBody\n")
+    write_manifest(tmp_path / "ext", {"name": "Developer", "skills": ["skills/"]})
+    found = load(tmp_path / "ext", Scope.GLOBAL)
+    assert (found.error, found.argv, found.warnings) == ("", [], [])
+    assert runs_nothing(found)
+    assert [(s.name, s.path, s.description) for s in found.skills] == [
+        ("developer:commit", str(skill), "Write a commit.")
+    ]
+
+
+@pytest.mark.parametrize("theme", ["theme.json", "themes/theme.json"])
+def test_a_theme_only_manifest_needs_no_exec(tmp_path: Path, theme: str) -> None:
+    (tmp_path / theme).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / theme).write_text("{}")
+    write_manifest(tmp_path, {"name": "dark"})
+    found = load(tmp_path, Scope.GLOBAL)
+    assert (found.error, found.argv, found.skills) == ("", [], [])
+    assert runs_nothing(found)
+
+
+def test_a_theme_that_is_a_directory_is_no_theme(tmp_path: Path) -> None:
+    (tmp_path / "theme.json").mkdir()
+    write_manifest(tmp_path, {"name": "dark"})
+    assert manifest_error(tmp_path) == f"{tmp_path / MANIFEST}: {NOTHING_TO_RUN}"
+
+
+def test_exec_and_skills_runs_and_serves(tmp_path: Path) -> None:
+    directory = make_extension(tmp_path, "both", skills=["SKILL.md"])
+    (directory / "SKILL.md").write_text("---\ndescription: top\n---\n")
+    found = load(directory, Scope.GLOBAL)
+    assert found.error == "" and found.argv == [str(directory / "run")]
+    assert not runs_nothing(found)
+    assert [(s.name, s.description) for s in found.skills] == [("both:both", "top")]
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("../outside", "is outside the extension's directory (it leads to {out})"),
+        ("/etc", "is outside the extension's directory (an absolute path; give one relative"),
+        ("link", "is outside the extension's directory (it leads to {out})"),
+        ("missing", "does not exist (no {dir}/missing)"),
+        ("README.md", "is neither a directory nor a SKILL.md file (it is a file)"),
+        ("fifo/SKILL.md", "is neither a directory nor a SKILL.md file (it is a FIFO)"),
+        ("", "is not a path"),
+    ],
+)
+def test_bad_skills_entries_are_manifest_errors(tmp_path: Path, entry: str, why: str) -> None:
+    directory = tmp_path / "ext"
+    (tmp_path / "outside").mkdir()
+    (directory / "fifo").mkdir(parents=True)
+    os.mkfifo(directory / "fifo" / "SKILL.md")
+    (directory / "link").symlink_to(tmp_path / "outside")
+    (directory / "README.md").write_text("")
+    write_manifest(directory, {"name": "x", "skills": [entry]})
+    found = load(directory, Scope.GLOBAL)  # the FIFO is never opened: this returns
+    expected = why.format(out=tmp_path / "outside", dir=directory)
+    assert found.error.startswith(f"{directory / MANIFEST}: `skills` entry {entry!r} {expected}")
+    assert found.skills == [] and found.argv == []
 
 
 def test_wrong_field_type(tmp_path: Path) -> None:
@@ -428,7 +506,7 @@ def test_broken_manifests_are_found_with_an_error(tmp_path: Path) -> None:
     assert sorted(found) == ["badjson", "empty", "good", "missing", "noexec", "unsafe"]
     assert found["good"].error == ""
     assert "invalid JSON" in found["badjson"].error
-    assert "missing required field `exec`" in found["noexec"].error
+    assert "`exec` or `skills` is required" in found["noexec"].error
     assert "invalid name '../x'" in found["unsafe"].error
     assert found["empty"].error == f"no extension.json in {root / 'empty'}"
     assert "not found" in found["missing"].error
@@ -521,6 +599,7 @@ def test_one_warning_per_unknown_key_in_file_order(tmp_path: Path) -> None:
 
 def test_every_documented_key_is_known(tmp_path: Path) -> None:
     make_exe(tmp_path / "documented" / "run")
+    (tmp_path / "documented" / "skills").mkdir()
     write_manifest(tmp_path / "documented", DOCUMENTED)
     found = load(tmp_path / "documented", Scope.GLOBAL)
     assert (found.error, found.warnings) == ("", [])

@@ -7,6 +7,12 @@ A broken manifest never raises out of :func:`load`: it becomes a
 :class:`Found` whose ``error`` says what is wrong, so it can be listed as
 ``failed`` beside the extensions that work.
 
+A manifest need not name a program: one with ``skills`` (current zot's
+skill directories, :mod:`.skills`) or a theme (``theme.json`` or
+``themes/theme.json`` beside it) may omit ``exec``; it runs nothing, and is
+ready as soon as it is found. Its skills are checked and read here, at
+discovery (in discovery's worker thread).
+
 A project's files come with whatever repository was cloned, so a manifest
 is read warily (:func:`~.safe_files.read_regular`): opened only if it is a
 regular file (a FIFO, a device or a link to one is refused without
@@ -27,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from . import skills as sk
 from .safe_files import FileRefused, read_regular
 
 if TYPE_CHECKING:
@@ -53,7 +60,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     """The fields of ``extension.json`` (reference, "Layout & discovery")."""
 
     name: str
-    exec: str
+    #: The program to run; "" for an extension that only ships skills or a theme.
+    exec: str = ""
     version: str = ""
     args: list[str] = []
     language: str = ""
@@ -66,11 +74,16 @@ class Manifest(msgspec.Struct, kw_only=True):
     env: dict[str, str] = {}
     #: Names of the daemon's variables to pass through beyond the allowlist.
     env_passthrough: list[str] = []
+    #: Current zot's: directories of skills (or ``SKILL.md`` files), relative
+    #: to the manifest (see :mod:`.skills`).
+    skills: list[str] = []
 
 
-#: Keys a manifest may have beyond :class:`Manifest`'s fields without a warning:
-#: current zot's (``skills``: its skill directories, which zotd does not load).
-OTHER_KEYS = ("skills",)
+#: Keys a manifest may have beyond :class:`Manifest`'s fields without a warning.
+OTHER_KEYS: tuple[str, ...] = ()
+
+#: Where a theme-only extension (current zot's) keeps its theme.
+THEME_FILES = ("theme.json", "themes/theme.json")
 
 #: Every key a manifest may have without a warning.
 KNOWN_KEYS = (*(f.encode_name for f in msgspec.structs.fields(Manifest)), *OTHER_KEYS)
@@ -89,7 +102,8 @@ class Found:
         dir: the directory holding ``extension.json``.
         scope: a :class:`Scope` value.
         manifest: the parsed manifest, or ``None`` if it did not parse.
-        argv: the resolved executable and its args; empty when ``error`` is set.
+        argv: the resolved executable and its args; empty when ``error`` is
+            set, or when it names none (skills or a theme only).
         error: why it cannot be started ("" when it can).
         untrusted: why it may not be started ("" when it may).
     """
@@ -108,6 +122,8 @@ class Found:
     exec_on_path: bool = False
     #: Problems that do not stop it (an unknown manifest key, ...), each a sentence.
     warnings: list[str] = field(default_factory=list)
+    #: The skills it serves (manifest ``skills``, read at discovery).
+    skills: list[sk.Skill] = field(default_factory=list)
     #: The other copies of this name that discovery found and does not use,
     #: and why (see :func:`~.discovery.discover`). Not part of the
     #: comparison: a copy not used changing does not change this one.
@@ -159,9 +175,23 @@ def read_manifest_with_warnings(directory: Path) -> tuple[Manifest, list[str]]:
     except msgspec.DecodeError as exc:
         raise ManifestError(f"{path}: invalid JSON: {exc}") from None
     check_name(manifest.name)
-    if not manifest.exec:
-        raise ManifestError(f"{path}: `exec` is empty")
+    if not manifest.exec and not manifest.skills and not has_theme(directory):
+        raise ManifestError(
+            f"{path}: `exec` or `skills` is required (or a theme: {' or '.join(THEME_FILES)})"
+        )
     return manifest, unknown_key_warnings(data)
+
+
+def has_theme(directory: Path) -> bool:
+    """Whether ``directory`` holds a theme as current zot looks for one
+    (:data:`THEME_FILES`, regular files; only stat'ed, never opened)."""
+    for name in THEME_FILES:
+        try:
+            if (directory / name).is_file():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def unknown_key_warnings(data: bytes) -> list[str]:
@@ -213,7 +243,10 @@ def resolve_exec(manifest: Manifest, directory: Path, path_env: str | None = Non
 def load(directory: Path, scope: str, path_env: str | None = None) -> Found:
     """Reads one extension directory into a :class:`Found` (never raises).
 
-    ``path_env`` is the ``PATH`` a bare ``exec`` is looked up on (default: ours).
+    ``path_env`` is the ``PATH`` a bare ``exec`` is looked up on (default:
+    ours). An extension without ``exec`` has an empty :attr:`Found.argv`
+    (nothing to run, see :func:`runs_nothing`); its skills are read (bounded,
+    never blocking: see :mod:`.skills`).
     """
     directory = directory.absolute()
     try:
@@ -224,12 +257,26 @@ def load(directory: Path, scope: str, path_env: str | None = None) -> Found:
         name=manifest.name, dir=directory, scope=scope, manifest=manifest, warnings=warnings
     )
     try:
-        found.argv = [resolve_exec(manifest, directory, path_env), *manifest.args]
-    except ManifestError as exc:
-        found.error = str(exc)
-    else:
+        sources = sk.plan(directory, manifest.skills)
+    except sk.SkillsError as exc:
+        found.error = f"{directory / MANIFEST}: {exc}"
+        return found
+    if manifest.exec:
+        try:
+            found.argv = [resolve_exec(manifest, directory, path_env), *manifest.args]
+        except ManifestError as exc:
+            found.error = str(exc)
+            return found
         found.exec_on_path = on_path(manifest, directory, found.argv[0], path_env)
+    found.skills, skipped = sk.scan(directory, manifest.name, sources)
+    found.warnings.extend(skipped)
     return found
+
+
+def runs_nothing(found: Found) -> bool:
+    """Whether ``found`` is sound and names no program: it only ships skills
+    (or a theme), and is ready without a process."""
+    return not found.error and found.manifest is not None and not found.manifest.exec
 
 
 def on_path(manifest: Manifest, directory: Path, exe: str, path_env: str | None = None) -> bool:

@@ -32,7 +32,7 @@ import trio
 from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
-from ..model.manifest import Found
+from ..model.manifest import Found, runs_nothing
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
@@ -138,7 +138,8 @@ class Extension:
     async def run(self) -> None:
         """Runs the extension until its process ends; never raises ``Exception``.
 
-        Broken, disabled and untrusted extensions return at once. When it
+        Broken, disabled and untrusted extensions return at once; so does one
+        that names no program (skills or a theme only), ready. When it
         returns, the process is gone and every request sent to it has its
         answer or has failed.
 
@@ -160,6 +161,10 @@ class Extension:
                 self.state = State.UNTRUSTED
                 self.last_error = self.found.untrusted
                 self.note(f"not started: {self.found.untrusted}")
+                return
+            if runs_nothing(self.found):  # skills (or a theme) only: ready, never spawned
+                self.note("ready: no process to start (it ships skills or a theme only)")
+                self._mark_ready()
                 return
             try:
                 await self.log.rotate()  # before the child appends to it
