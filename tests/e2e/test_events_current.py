@@ -10,10 +10,12 @@ logs. Deadlines in virtual time are in tests/runtime/test_system_prompt.py.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 
@@ -207,6 +209,28 @@ async def test_a_silent_guard_is_withdrawn_and_the_chain_goes_on(
     assert cancel["id"] == asked["id"]
     assert "did not answer within 1 s" in ext_log(paths, "a")
     assert frames(log_b, "event_intercept")[0]["system_prompt"] == BASE
+
+
+async def test_the_agents_cancel_withdraws_the_question(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    # A deadline far past the hang guard: the only `cancel` can be the agent's.
+    log_a = install(paths, "a", "--silent")
+    log_b = install(paths, "b", "--replace", "x")
+    await start_daemon(msgspec.structs.replace(FAST, intercept_timeout=600.0))
+    async with connect(paths.socket, cwd=project) as zot:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                functools.partial(
+                    zot.intercept_event, "before_agent_start", system_prompt=BASE, **START
+                )
+            )
+            (asked,) = await wait_for(log_a, "event_intercept")
+            nursery.cancel_scope.cancel()
+        (cancel,) = await wait_for(log_a, "cancel")
+        assert await zot.ping()  # the connection goes on
+    assert cancel["id"] == asked["id"]
+    assert frames(log_b, "event_intercept") == []  # never asked
 
 
 async def test_the_agent_must_send_a_string_prompt(
