@@ -161,6 +161,10 @@ def progress_of(frames: list[dict[str, Any]]) -> list[tuple[str, Any, Any]]:
 
 # --- the opening ------------------------------------------------------------------
 
+#: What every hello lists last: zotd's ``cancel``, and current zot's
+#: ``tool_cancel`` and ``call_tool`` (what zot's SDK always sends).
+ALWAYS = ["cancel", "tool_cancel", "call_tool"]
+
 
 def test_subscribe_lists_the_intercepts_that_have_handlers(start: Start) -> None:
     every = start(
@@ -220,12 +224,12 @@ def test_subscribe_lists_the_intercepts_that_have_handlers(start: Start) -> None
         "events": ["turn_end"],
         "intercept": ["assistant_message", "tool_call"],
     }
-    assert hello["capabilities"] == ["events", "intercept", "cancel"]
+    assert hello["capabilities"] == ["events", "intercept", *ALWAYS]
     hello, _, subscribe, _ = one.opening
     assert subscribe == {"type": "subscribe", "events": [], "intercept": ["turn_start"]}
-    assert hello["capabilities"] == ["commands", "intercept", "panels", "cancel"]
+    assert hello["capabilities"] == ["commands", "intercept", "panels", *ALWAYS]
     hello, _, _ = plain.opening  # hello, register_tool, ready: no subscribe
-    assert hello["capabilities"] == ["tools", "tool_progress", "cancel"]
+    assert hello["capabilities"] == ["tools", "tool_progress", *ALWAYS]
 
 
 def test_an_unknown_intercept_is_refused_when_registering(start: Start) -> None:

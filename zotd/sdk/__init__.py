@@ -23,42 +23,61 @@ calls (:func:`block`, :func:`rewrite`, :func:`replace_text`), and a command
 may open a :class:`Panel`, redrawn with ``ext.render_panel()``, with
 ``@ext.on_panel_key`` and friends for what the user does in it.
 
+Current zot's additions: ``@ext.tool(...)`` takes ``interactive``,
+``output_schema``, ``deferred``, ``exposure``, ``namespace*`` and
+``replay``; a tool returns :class:`Result` with ``structured`` data and
+``activate_tools``, or :class:`Markdown` text; any handler may
+``ext.open_panel()`` (a :class:`LivePanel` whose keys it awaits), await
+``ext.call_tool()`` (a :class:`CallResult`), ``ext.submit()``,
+``ext.submit_slash()`` and ``ext.clear_notes()``; a command may answer
+:func:`tool_prompt`; ``@ext.before_agent_start`` rewrites the system prompt.
+
 Importing it loads neither trio nor the daemon: only msgspec, platformdirs
 and the standard library. It imports nothing of zotd but ``zotd.protocol``
 (an import-linter contract holds it to that). Its modules: ``extension``
-(the ``Extension`` object: decorators and what handlers call), ``handlers``
-(what was registered, and the opening frames), ``runtime`` (frames
-dispatched to handlers on asyncio: tasks, cancellation, replies),
-``requests`` (a request in flight and its merged progress), ``stdio``
-(reading and writing the frames' lines), ``schema`` (tool schemas from
-signatures) and ``results`` (what handlers return, as frames). See
-docs/sdk.md.
+(the ``Extension`` object: decorators and ``run``), ``actions`` (what
+handlers call), ``handlers`` (what was registered, and the opening frames),
+``runtime`` (frames dispatched to handlers on asyncio: tasks,
+cancellation, replies), ``requests`` (a request in flight and its merged
+progress), ``calls`` (the extension's own tool calls), ``panels`` (panels
+a handler opened and waits on), ``stdio`` (reading and writing the
+frames' lines), ``schema`` (tool schemas from signatures), ``results``
+(what commands and tools return, as frames) and ``guards`` (what guards
+return). See docs/sdk.md.
 """
 
-from .extension import Extension
+from .calls import CallToolError
+from .extension import Exposure, Extension, Replay
+from .guards import Block, Rewrite, block, replace_text, rewrite
+from .panels import KeyPress, LivePanel
 from .results import (
-    Block,
+    CallResult,
     Image,
+    Markdown,
     Panel,
     Response,
     Result,
-    Rewrite,
-    block,
     display,
     error,
     insert,
     noop,
     prompt,
-    replace_text,
-    rewrite,
     tool_error,
+    tool_prompt,
 )
 
 __all__ = [
     "Block",
+    "CallResult",
+    "CallToolError",
+    "Exposure",
     "Extension",
     "Image",
+    "KeyPress",
+    "LivePanel",
+    "Markdown",
     "Panel",
+    "Replay",
     "Response",
     "Result",
     "Rewrite",
@@ -71,4 +90,5 @@ __all__ = [
     "replace_text",
     "rewrite",
     "tool_error",
+    "tool_prompt",
 ]

@@ -3,10 +3,10 @@
 :class:`Extension` holds the decorators that register handlers (commands,
 tools, observers, guards, panel handlers, kept in a
 :class:`~zotd.sdk.handlers.Handlers`), what handlers call to talk to the
-user and the agent (``notify``, ``progress``, ``cancelled``,
-``render_panel``, ...), and ``run()``, which hands the process's stdio
-(:mod:`zotd.sdk.stdio`) to the runtime (:mod:`zotd.sdk.runtime`) until the
-host says ``shutdown``.
+user, the agent and the host (``notify``, ``progress``, ``open_panel``,
+``call_tool``, ...: :class:`~zotd.sdk.actions.Actions`), and ``run()``,
+which hands the process's stdio (:mod:`zotd.sdk.stdio`) to the runtime
+(:mod:`zotd.sdk.runtime`) until the host says ``shutdown``.
 """
 
 from __future__ import annotations
@@ -15,26 +15,35 @@ import asyncio
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import platformdirs
 
 from ..protocol import extension as ep
-from . import results
-from .handlers import Command, Guard, Handlers, Tool
-from .requests import PROGRESS_INTERVAL, current
+from .actions import Actions
+from .guards import BEFORE_AGENT_START
+from .handlers import Command, Guard, Handlers, Tool, ToolMeta
+from .requests import PROGRESS_INTERVAL
 from .runtime import Runtime
-from .schema import Signature
+from .schema import Signature, schema_of
 from .stdio import Stdio
 
-__all__ = ["PROGRESS_INTERVAL", "Extension"]
+__all__ = ["PROGRESS_INTERVAL", "Exposure", "Extension", "Replay"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: How a tool is offered (current zot): ``direct`` (the default), ``codemode``
+#: (to scripts, discoverable), ``deferred`` (discoverable, declared once
+#: activated), ``model-only`` (never to scripts).
+Exposure = Literal["direct", "codemode", "deferred", "model-only"]
+#: What a durable host may do with a call interrupted by a crash (current
+#: zot): ``never`` (the default), ``safe``, ``idempotent``, ``reconcile``.
+Replay = Literal["never", "safe", "idempotent", "reconcile"]
 
-class Extension:
+
+class Extension(Actions):
     """A zot extension.
 
     Args:
@@ -90,6 +99,14 @@ class Extension:
         description: str | None = None,
         *,
         schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | type | None = None,
+        interactive: bool = False,
+        deferred: bool = False,
+        exposure: Exposure | None = None,
+        namespace: str = "",
+        namespace_description: str = "",
+        namespace_instructions: str = "",
+        replay: Replay | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -98,6 +115,14 @@ class Extension:
         description: str | None = None,
         *,
         schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | type | None = None,
+        interactive: bool = False,
+        deferred: bool = False,
+        exposure: Exposure | None = None,
+        namespace: str = "",
+        namespace_description: str = "",
+        namespace_instructions: str = "",
+        replay: Replay | None = None,
     ) -> Any:
         """Registers a tool the model can call.
 
@@ -107,16 +132,49 @@ class Extension:
         handler gets the arguments as one ``dict`` instead. ``name`` defaults
         to the function's name, ``description`` to its docstring. Works with
         and without parentheses (``@ext.tool`` or ``@ext.tool()``).
+
+        Current zot's options: ``output_schema`` (a JSON Schema, or a type
+        to make one from) describes the structured data the tool returns
+        along with its text (what it returns beyond content becomes that
+        data, see :mod:`zotd.sdk.results`); ``interactive`` marks a tool
+        that waits for the user (no reply deadline; it may
+        ``ext.open_panel()``); ``deferred`` keeps it from the model until a
+        result's ``activate_tools`` names it; ``exposure``, ``namespace``
+        (with its description and instructions) and ``replay`` are passed
+        on for the host to use.
+
+        Raises:
+            ValueError: an unknown ``exposure`` (the host would skip the
+                tool) or ``replay``.
+            TypeError: ``output_schema`` is a type msgspec has no schema for.
         """
         if callable(name):  # @ext.tool, bare
             handler, name = name, None
             return self.tool()(handler)
+        for option, value, known in (
+            ("exposure", exposure, ep.EXPOSURES),
+            ("replay", replay, ep.REPLAYS),
+        ):
+            if value is not None and value not in known:
+                raise ValueError(f"unknown {option} {value!r}: one of {', '.join(sorted(known))}")
+        if output_schema is not None and not isinstance(output_schema, dict):
+            output_schema = schema_of(output_schema)
+        meta = ToolMeta(
+            output_schema=output_schema,
+            namespace=namespace,
+            namespace_description=namespace_description,
+            namespace_instructions=namespace_instructions,
+            exposure=exposure or "",
+            deferred=deferred,
+            interactive=interactive,
+            replay=replay or "",
+        )
 
         def register(handler: F) -> F:
             tool_name = name or handler.__name__
             text = description if description is not None else inspect.getdoc(handler) or ""
             self._handlers.tools[tool_name] = Tool(
-                tool_name, text, handler, Signature(handler, schema)
+                tool_name, text, handler, Signature(handler, schema), meta
             )
             return handler
 
@@ -142,14 +200,16 @@ class Extension:
 
     def intercept(self, event: str) -> Callable[[F], F]:
         """Registers the guard asked before ``event`` goes ahead: ``tool_call``,
-        ``turn_start`` or ``assistant_message``; one per event, the last
-        registered wins (``intercept_tool_call`` included).
+        ``turn_start``, ``assistant_message`` or ``before_agent_start``; one
+        per event, the last registered wins (``intercept_tool_call`` and
+        ``before_agent_start`` included).
 
         The handler gets the event's fields as a ``dict`` (as an observer
         does) and returns :func:`~zotd.sdk.block` to refuse it,
         :func:`~zotd.sdk.rewrite` (``tool_call``) or
         :func:`~zotd.sdk.replace_text` (``assistant_message``) to change it,
-        or ``None`` to let it be.
+        or ``None`` to let it be; for ``before_agent_start``, see
+        :meth:`before_agent_start`.
         """
         if event not in ep.INTERCEPTABLE:
             raise ValueError(
@@ -162,11 +222,23 @@ class Extension:
 
         return register
 
+    def before_agent_start(self, handler: F) -> F:
+        """Registers the guard asked for the agent's system prompt before its
+        first model call (current zot): ``handler(event)`` gets the event's
+        fields as a ``dict``, ``system_prompt`` among them, and returns the
+        new prompt (a ``str``, which replaces it whole; ``""`` deletes it)
+        or ``None`` to keep it. Guards of several extensions are asked one
+        after another, each seeing the prompt the one before left."""
+        self._handlers.guards[BEFORE_AGENT_START] = Guard(handler)
+        return handler
+
     def on_panel_key(self, handler: F) -> F:
         """Registers what handles a key pressed in one of the extension's
         panels: ``handler(panel_id, key, text)``, where ``key`` names it
         (``up``, ``enter``, ``a``, ...) and ``text`` is what it types, if
-        anything. It may return a :class:`~zotd.sdk.Panel` to redraw."""
+        anything. It may return a :class:`~zotd.sdk.Panel` to redraw. (The
+        keys of a panel opened with ``ext.open_panel()`` go to it instead,
+        while it is open.)"""
         self._handlers.panel["key"] = handler
         return handler
 
@@ -197,71 +269,6 @@ class Extension:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
         return path
 
-    # --- talking to the user ----------------------------------------------------------
-
-    def log(self, *parts: Any) -> None:
-        """Writes a line to the extension's log (its stderr)."""
-        print(f"[{self.name}]", *parts, file=sys.stderr, flush=True)
-
-    def notify(self, message: str, level: str = "info") -> None:
-        """Shows the user a note (``info``, ``success``, ``warn`` or ``error``);
-        safe from any thread."""
-        runtime = self._started("notify")
-        runtime.soon("notify", runtime.send, ep.Notify(message=message, level=level))
-
-    def progress(
-        self, message: str = "", progress: float | None = None, total: float | None = None
-    ) -> None:
-        """Tells the agent how far the running tool call has got, from inside
-        its handler (its thread, its task, or tasks it starts): a ``message``,
-        and optionally ``progress`` out of ``total``.
-
-        Updates closer together than :data:`PROGRESS_INTERVAL` are merged:
-        the latest goes out when the time comes, or just before the result.
-        None goes out once the call is cancelled.
-
-        Raises:
-            RuntimeError: not inside a tool handler.
-        """
-        request = current.get()
-        if request is None or request.kind != "tool":
-            raise RuntimeError(
-                "progress() works only inside a tool handler, in its own thread or task"
-            )
-        for name, value in (("progress", progress), ("total", total)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int | float)
-            ):
-                raise TypeError(f"progress(): {name} must be a number, not {type(value).__name__}")
-        frame = ep.ToolProgress(id=request.id, message=str(message), progress=progress, total=total)
-        runtime = self._started("progress")
-        runtime.soon("progress", runtime.queue_progress, request, frame)
-
-    def cancelled(self) -> bool:
-        """Whether the host has given up on the request being handled (a tool
-        call, a command, an intercept): its reply would be dropped, so a
-        long-running plain-function handler may stop early. ``False``
-        outside a request. (An ``async def`` handler is cancelled outright.)"""
-        request = current.get()
-        return request is not None and request.cancelled
-
-    def render_panel(
-        self, panel_id: str, *, title: str = "", lines: Sequence[str] | str = (), footer: str = ""
-    ) -> None:
-        """Redraws an open panel whole (what is left out is blank; ``lines``
-        may be one ``str``, split at its newlines); safe from any thread."""
-        runtime = self._started("render_panel")
-        runtime.soon(
-            "render_panel",
-            runtime.send,
-            results.render_frame(results.Panel(panel_id, title, lines, footer)),
-        )
-
-    def close_panel(self, panel_id: str) -> None:
-        """Closes a panel; safe from any thread."""
-        runtime = self._started("close_panel")
-        runtime.soon("close_panel", runtime.send, ep.PanelClose(panel_id=panel_id))
-
     # --- running ------------------------------------------------------------------------
 
     def run(self) -> None:
@@ -281,9 +288,3 @@ class Extension:
 
     def _on_host(self, frame: ep.HelloAck) -> None:
         self.host = frame
-
-    def _started(self, what: str) -> Runtime:
-        """The runtime, once ``run()`` has started it."""
-        if self._runtime is None or self._runtime.loop is None:
-            raise RuntimeError(f"{what}() works once run() has started")
-        return self._runtime

@@ -30,6 +30,22 @@ class Command:
     handler: Callable[..., Any]
 
 
+@dataclass(frozen=True)
+class ToolMeta:
+    """A tool's metadata beyond its schema (current zot's ``register_tool``
+    fields; see ``Extension.tool``). Empty strings are left to the host's
+    defaults."""
+
+    output_schema: dict[str, Any] | None = None
+    namespace: str = ""
+    namespace_description: str = ""
+    namespace_instructions: str = ""
+    exposure: str = ""
+    deferred: bool = False
+    interactive: bool = False
+    replay: str = ""
+
+
 @dataclass
 class Tool:
     """A tool the model can call, with its schema and argument checks."""
@@ -38,6 +54,26 @@ class Tool:
     description: str
     handler: Callable[..., Any]
     signature: Signature
+    meta: ToolMeta = field(default_factory=ToolMeta)
+
+    def registration(self) -> ep.RegisterTool:
+        """Its ``register_tool`` frame."""
+        meta = self.meta
+        frame = ep.RegisterTool(
+            name=self.name,
+            description=self.description,
+            schema=msgspec.Raw(_encoder.encode(self.signature.schema)),
+            namespace=meta.namespace,
+            namespace_description=meta.namespace_description,
+            namespace_instructions=meta.namespace_instructions,
+            exposure=meta.exposure,
+            deferred=meta.deferred,
+            interactive=meta.interactive,
+            replay=meta.replay,
+        )
+        if meta.output_schema is not None:
+            frame.output_schema = msgspec.Raw(_encoder.encode(meta.output_schema))
+        return frame
 
 
 @dataclass
@@ -72,7 +108,10 @@ class Handlers:
     panel: dict[str, Callable[..., Any]] = field(default_factory=dict)
 
     def capabilities(self) -> list[str]:
-        """What ``hello`` says the extension does (informational for the host)."""
+        """What ``hello`` says the extension does: informational for the host,
+        but for ``tool_cancel`` (send it ``tool_cancel`` rather than
+        ``cancel`` for tool calls) and ``call_tool`` (it may call tools),
+        which current zot's hosts act on, as its SDK always lists them."""
         found = [
             kind
             for kind, present in (
@@ -85,7 +124,7 @@ class Handlers:
             )
             if present
         ]
-        return [*found, "cancel"]
+        return [*found, "cancel", ep.TOOL_CANCEL, ep.CALL_TOOL]
 
     def opening(self, name: str, version: str) -> list[msgspec.Struct]:
         """The frames sent before any other: ``hello``, the registrations,
@@ -97,14 +136,7 @@ class Handlers:
             ep.RegisterCommand(name=c.name, description=c.description)
             for c in self.commands.values()
         ]
-        frames += [
-            ep.RegisterTool(
-                name=t.name,
-                description=t.description,
-                schema=msgspec.Raw(_encoder.encode(t.signature.schema)),
-            )
-            for t in self.tools.values()
-        ]
+        frames += [t.registration() for t in self.tools.values()]
         if self.observers or self.guards:
             frames.append(
                 ep.Subscribe(events=sorted(self.observers), intercept=sorted(self.guards))

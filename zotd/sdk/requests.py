@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
@@ -46,6 +46,8 @@ class Request:
     progress: ep.ToolProgress | None = None
     timer: asyncio.TimerHandle | None = None
     next_progress: float = 0.0
+    #: What to undo if the host cancels it (close the panels it opened).
+    on_cancel: list[Callable[[], None]] = field(default_factory=list)
 
     def finish(self) -> None:
         """Nothing more goes out for it: drops the progress not sent yet."""

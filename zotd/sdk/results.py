@@ -1,18 +1,21 @@
-"""What handlers return, and how it becomes a frame.
+"""What command and tool handlers return, and how it becomes a frame.
 
 Slash commands return one of :func:`prompt`, :func:`insert`, :func:`display`,
-:func:`noop` or :func:`error` (a plain string means :func:`display`), or a
-:class:`Panel` to open. Tools return a string, an :class:`Image`, a list of
-those, or a :class:`Result` for full control (``is_error``); anything else is
-sent as JSON text. Guards return :func:`block` to refuse, :func:`rewrite` or
-:func:`replace_text` to change what they were asked about; anything else
-allows it.
+:func:`tool_prompt`, :func:`noop` or :func:`error` (a plain string means
+:func:`display`), or a :class:`Panel` to open. Tools return a string, an
+:class:`Image`, a :class:`Markdown` text, a list of those, or a
+:class:`Result` for full control (``is_error``, structured content, tools
+to activate); anything else is sent as JSON text (and, for a tool with an
+output schema, as its structured content too). What guards return is in
+:mod:`zotd.sdk.guards`; :class:`CallResult` is what ``ext.call_tool()``
+gives back.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import binascii
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,13 +46,16 @@ class Panel:
 
 @dataclass(frozen=True)
 class Response:
-    """A slash command's answer: ``action`` is prompt, insert, display or noop;
-    ``panel``, if set, is opened as well."""
+    """A slash command's answer: ``action`` is prompt, insert, display,
+    tool_prompt or noop; ``panel``, if set, is opened as well.
+    ``tool_name`` and ``tool_args`` go with ``tool_prompt``."""
 
     action: str = "noop"
     text: str = ""
     error: str = ""
     panel: Panel | None = None
+    tool_name: str = ""
+    tool_args: Mapping[str, Any] | None = None
 
 
 def prompt(text: str, *, panel: Panel | None = None) -> Response:
@@ -65,6 +71,29 @@ def insert(text: str, *, panel: Panel | None = None) -> Response:
 def display(text: str, *, panel: Panel | None = None) -> Response:
     """Show ``text`` to the user; nothing goes to the model."""
     return Response("display", text, panel=panel)
+
+
+def tool_prompt(
+    text: str, tool: str, args: Mapping[str, Any] | None = None, *, panel: Panel | None = None
+) -> Response:
+    """Send ``text`` as the user's next message, after running the tool
+    ``tool`` with ``args``: the agent runs it (through its usual checks)
+    and puts the call and its result in the conversation before the
+    model's turn. The extension does not see the result.
+
+    Raises:
+        ValueError: ``text`` or ``tool`` is empty.
+        TypeError: ``args`` is not a mapping that is a JSON object.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("tool_prompt() needs the text of the prompt")
+    if not isinstance(tool, str) or not tool.strip():
+        raise ValueError("tool_prompt() needs the name of the tool to run")
+    if args is not None and not isinstance(args, Mapping):
+        raise TypeError(f"tool_prompt() takes the tool's arguments as a dict, not {type(args)}")
+    copy = dict(args or {})
+    msgspec.json.encode(copy)  # raises TypeError if it is not JSON
+    return Response("tool_prompt", text, panel=panel, tool_name=tool.strip(), tool_args=copy)
 
 
 def noop(*, panel: Panel | None = None) -> Response:
@@ -103,11 +132,15 @@ def command_frame(rid: str, value: Any) -> ep.CommandResponse:
             id=rid,
             action="noop",
             error=f"the command returned {type(value).__name__}, not a response "
-            "(use prompt(), insert(), display(), noop(), error() or a Panel)",
+            "(use prompt(), insert(), display(), tool_prompt(), noop(), error() or a Panel)",
         )
     frame = ep.CommandResponse(id=rid, action=value.action, error=value.error)
     if value.action in ("prompt", "insert", "display"):
         setattr(frame, value.action, value.text)
+    elif value.action == "tool_prompt":
+        frame.prompt = value.text
+        frame.tool_name = value.tool_name
+        frame.tool_args = msgspec.Raw(msgspec.json.encode(value.tool_args or {}))
     if value.panel is not None:
         frame.open_panel = panel_spec(value.panel)
     return frame
@@ -132,11 +165,49 @@ class Image:
 
 
 @dataclass(frozen=True)
-class Result:
-    """A tool's result in full: its blocks, and whether it reports an error."""
+class Markdown:
+    """A text block shown to the user as Markdown (the model reads it as it is)."""
 
-    content: list[str | Image] | str | Image = field(default_factory=list)
+    text: str
+
+
+Content = str | Image | Markdown
+
+
+@dataclass(frozen=True)
+class Result:
+    """A tool's result in full.
+
+    Attributes:
+        content: its blocks (what the model reads).
+        is_error: it reports a failure.
+        structured: the data the tool's ``output_schema`` describes, for
+            programs that call it (``None``: none); sent as JSON.
+        activate_tools: deferred tools this result makes available.
+    """
+
+    content: Sequence[Content] | Content = field(default_factory=list)
     is_error: bool = False
+    structured: Any = None
+    activate_tools: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class CallResult(Result):
+    """What a tool called with ``ext.call_tool()`` gave back: its blocks
+    (``str``, :class:`Markdown` and :class:`Image`), ``is_error``,
+    ``truncated`` (the host cut it to its size limit) and ``structured``.
+    A tool handler may return it as its own result."""
+
+    truncated: bool = False
+
+    @property
+    def text(self) -> str:
+        """Its text blocks, joined by newlines."""
+        items = [self.content] if isinstance(self.content, str | Image | Markdown) else self.content
+        return "\n".join(
+            i.text if isinstance(i, Markdown) else i for i in items if not isinstance(i, Image)
+        )
 
 
 def tool_error(message: str) -> Result:
@@ -147,82 +218,54 @@ def tool_error(message: str) -> Result:
 def _block(item: Any) -> ep.Block:
     if isinstance(item, str):
         return ep.TextBlock(item)
+    if isinstance(item, Markdown):
+        return ep.TextBlock(item.text, format="markdown")
     if isinstance(item, Image):
         return ep.ImageBlock(mime_type=item.mime_type, data=base64.b64encode(item.data).decode())
     return ep.TextBlock(msgspec.json.encode(item).decode())
 
 
-def tool_frame(rid: str, value: Any) -> ep.ToolResult:
-    """The ``tool_result`` for a handler's return value."""
+def tool_frame(rid: str, value: Any, *, structured: bool = False) -> ep.ToolResult:
+    """The ``tool_result`` for a handler's return value; ``structured``: the
+    tool declared an output schema, so a value that is not content (see
+    the module) is its structured content as well as its text."""
     if isinstance(value, Result):
-        items = [value.content] if isinstance(value.content, str | Image) else value.content
-        return ep.ToolResult(id=rid, content=[_block(i) for i in items], is_error=value.is_error)
+        items = (
+            [value.content] if isinstance(value.content, str | Image | Markdown) else value.content
+        )
+        frame = ep.ToolResult(id=rid, content=[_block(i) for i in items], is_error=value.is_error)
+        if value.structured is not None:
+            frame.structured_content = msgspec.Raw(msgspec.json.encode(value.structured))
+        frame.activate_tools = list(value.activate_tools)
+        return frame
     if value is None:
         return ep.ToolResult(id=rid, content=[])
+    if isinstance(value, str | Image | Markdown):
+        return ep.ToolResult(id=rid, content=[_block(value)])
+    if structured:
+        data = msgspec.json.encode(value)
+        return ep.ToolResult(
+            id=rid, content=[ep.TextBlock(data.decode())], structured_content=msgspec.Raw(data)
+        )
     if isinstance(value, list | tuple):
         return ep.ToolResult(id=rid, content=[_block(i) for i in value])
     return ep.ToolResult(id=rid, content=[_block(value)])
 
 
-# --- guards --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Block:
-    """A guard's refusal (see :func:`block`)."""
-
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Rewrite:
-    """A guard's change to what it was asked about (see :func:`rewrite` and
-    :func:`replace_text`)."""
-
-    args: dict[str, Any] | None = None
-    text: str | None = None
-
-
-def block(reason: str = "") -> Block:
-    """Refuse the tool call (or the turn); ``reason`` is shown to the user."""
-    return Block(reason)
-
-
-def rewrite(args: dict[str, Any]) -> Rewrite:
-    """Let the tool call go ahead, with ``args`` as its arguments instead
-    (all of them: what ``args`` leaves out, the tool does not get)."""
-    if not isinstance(args, dict):
-        raise TypeError(f"rewrite() takes the new arguments as a dict, not {type(args).__name__}")
-    return Rewrite(args=args)
-
-
-def replace_text(text: str) -> Rewrite:
-    """Let the assistant's message through, shown to the user as ``text``
-    instead (``""`` leaves it unchanged)."""
-    if not isinstance(text, str):
-        raise TypeError(f"replace_text() takes a str, not {type(text).__name__}")
-    return Rewrite(text=text)
-
-
-def intercept_frame(rid: str, value: Any, event: str = "tool_call") -> ep.EventInterceptResponse:
-    """The ``event_intercept_response`` for a guard's return value.
-
-    Raises:
-        ValueError: a :class:`Rewrite` that does not fit ``event``
-            (``rewrite(args)`` is for ``tool_call``, ``replace_text`` for
-            ``assistant_message``).
-        TypeError: the new arguments are not JSON.
-    """
-    if isinstance(value, Block):
-        return ep.EventInterceptResponse(id=rid, block=True, reason=value.reason)
-    frame = ep.EventInterceptResponse(id=rid)
-    if isinstance(value, Rewrite):
-        if value.args is not None:
-            if event != "tool_call":
-                raise ValueError(f"rewrite(args) changes a tool call, not {event!r}")
-            frame.modified_args = msgspec.Raw(msgspec.json.encode(value.args))
-        if value.text is not None:
-            if event != "assistant_message":
-                raise ValueError(f"replace_text() changes an assistant message, not {event!r}")
-            frame.replace_text = value.text
-    return frame
+def call_result(frame: ep.HostToolResult) -> CallResult:
+    """The :class:`CallResult` of the host's reply to a ``call_tool``."""
+    content: list[Content] = []
+    for block in frame.content:
+        if isinstance(block, ep.TextBlock):
+            content.append(Markdown(block.text) if block.format == "markdown" else block.text)
+            continue
+        try:
+            content.append(Image(base64.b64decode(block.data, validate=True), block.mime_type))
+        except (binascii.Error, ValueError):
+            content.append(f"[an image ({block.mime_type}) that is not valid base64]")
+    structured = None
+    if not isinstance(frame.structured_content, msgspec.UnsetType):
+        structured = msgspec.json.decode(frame.structured_content)
+    return CallResult(
+        content, is_error=frame.is_error, structured=structured, truncated=frame.truncated
+    )

@@ -8,9 +8,13 @@ or ``shutdown``; writes each reply whole, from the event loop only; answers
 ``shutdown`` with ``shutdown_ack`` and returns.
 
 A request is a :class:`~zotd.sdk.requests.Request`, known by id while it
-runs. A ``cancel`` from the host cancels the request's task and marks it,
-and nothing is sent for it afterwards. Panel events are handled one at a
-time, in order.
+runs. A ``cancel`` from the host (or current zot's ``tool_cancel``, the same
+for a tool call) cancels the request's task and marks it, closes the panels
+it opened, and nothing is sent for it afterwards. Panel events are handled
+one at a time, in order; those of a panel a handler opened itself go to
+its :class:`~zotd.sdk.panels.LivePanel`. The extension's own tool calls
+(``call_tool``) wait in :class:`~zotd.sdk.calls.HostCalls` for their
+``tool_result``.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import msgspec
 
 from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
-from . import results
+from . import guards, results
+from .calls import HostCalls
 from .handlers import PANEL_EVENTS, Handlers
+from .panels import LivePanel, LivePanels
 from .requests import Kind, Request, current
 from .schema import ArgumentError
 from .stdio import Stdio
@@ -71,6 +77,10 @@ class Runtime:
         self._stdio = stdio
         self._on_host = on_host
         self.loop: asyncio.AbstractEventLoop | None = None
+        #: The host's ``hello_ack``, once it came.
+        self.host: ep.HelloAck | None = None
+        self.calls = HostCalls(self.send)
+        self.live_panels = LivePanels()
         self._tasks: set[asyncio.Task[None]] = set()
         self._requests: dict[str, Request] = {}
         self._panel_lock = asyncio.Lock()
@@ -93,7 +103,10 @@ class Runtime:
         while True:
             line = await self._stdio.readline()
             if not line:
-                # The host closed stdin: finish what was asked, then go.
+                # The host closed stdin: finish what was asked, then go
+                # (what waits for the host now never gets it).
+                self.calls.end("the host closed the extension's stdin")
+                self.live_panels.end_all()
                 await asyncio.gather(*self._tasks, return_exceptions=True)
                 return
             if self._on_line(line):
@@ -105,10 +118,12 @@ class Runtime:
             frame = ep.decode_host_frame(line)
         except FrameError as exc:
             self.log(f"skipped a malformed frame ({exc.message})")
+            self.calls.unreadable(line, exc.message)
             return False
         if isinstance(frame, UnknownFrame):
             return False  # a newer host's frame: ignore it
         if isinstance(frame, ep.HelloAck):
+            self.host = frame
             self._on_host(frame)
         elif isinstance(frame, ep.Shutdown):
             self.send(ep.ShutdownAck())
@@ -119,12 +134,17 @@ class Runtime:
             self._start(frame.id, "command", lambda r: self._invoke(r, frame))
         elif isinstance(frame, ep.EventIntercept):
             self._start(frame.id, "intercept", lambda r: self._intercept(r, frame, line))
-        elif isinstance(frame, ep.Cancel):
+        elif isinstance(frame, ep.Cancel | ep.ToolCancel):
             self._cancel(frame.id)
+        elif isinstance(frame, ep.HostToolResult):
+            if not self.calls.answered(frame):
+                self.log(f"dropped a tool_result for {frame.id!r}: no call_tool waits for it")
         elif isinstance(frame, ep.LifecycleEvent):
             for handler in self.handlers.observers.get(frame.event, ()):
                 self._spawn(self._observe(handler, line))
         elif isinstance(frame, ep.PanelKey | ep.PanelResize | ep.PanelClose):
+            if self.live_panels.route(frame):
+                return False
             on_panel = self.handlers.panel.get(PANEL_EVENTS[type(frame)])
             if on_panel is not None:
                 self._spawn(self._on_panel(on_panel, frame))
@@ -166,6 +186,9 @@ class Runtime:
         request.finish()
         if request.task is not None:
             request.task.cancel()
+        undo, request.on_cancel = request.on_cancel, []
+        for callback in undo:
+            callback()
 
     # --- the kinds of work ------------------------------------------------------------
 
@@ -177,7 +200,8 @@ class Runtime:
             try:
                 args, kwargs = tool.signature.arguments(bytes(frame.args))
                 value = await self._call(tool.handler, *args, **kwargs)
-                reply = results.tool_frame(frame.id, value)
+                structured = tool.meta.output_schema is not None
+                reply = results.tool_frame(frame.id, value, structured=structured)
             except ArgumentError as exc:
                 reply = results.tool_frame(frame.id, results.tool_error(str(exc)))
             except Exception as exc:
@@ -213,7 +237,9 @@ class Runtime:
 
     async def _intercept(self, request: Request, frame: ep.EventIntercept, line: bytes) -> None:
         guard = self.handlers.guards.get(frame.event)
-        reply = results.intercept_frame(frame.id, None)
+        reply = guards.intercept_frame(frame.id, None)
+        if frame.event == guards.BEFORE_AGENT_START and frame.system_prompt is None:
+            guard = None  # no prompt to change (as zot's SDK: the guard is not asked)
         if guard is not None:
             try:
                 if guard.spread:
@@ -224,11 +250,11 @@ class Runtime:
                     event.pop("type", None)
                     event.pop("id", None)
                     verdict = await self._call(guard.handler, event)
-                reply = results.intercept_frame(frame.id, verdict, frame.event)
+                reply = guards.intercept_frame(frame.id, verdict, frame.event)
             except Exception:
                 # A broken guard allows, as the host would.
                 self._report(f"the {frame.event} guard")
-        self._answer(request, reply, lambda why: results.intercept_frame(frame.id, None))
+        self._answer(request, reply, lambda why: guards.intercept_frame(frame.id, None))
 
     async def _observe(self, handler: Callable[..., Any], line: bytes) -> None:
         try:
@@ -280,6 +306,34 @@ class Runtime:
             self._report("encoding a frame")
             return
         self._stdio.write(line)
+
+    def open_live(self, panel: LivePanel, spec: ep.PanelSpec, request: Request | None) -> None:
+        """On the loop: opens ``panel`` (for ``request``, which closes it if cancelled)."""
+        if request is not None:
+            if request.cancelled:
+                panel.ended()  # too late: the host gave up the call
+                return
+            request.on_cancel.append(panel.close)
+        self.live_panels.opened(panel)
+        self.send(ep.OpenPanel(panel=spec))
+
+    def panel_out(self, panel: LivePanel, frame: ep.PanelRender | ep.PanelClose) -> None:
+        """Sends a live panel's redraw or close (from any thread); nothing
+        once it is closed."""
+
+        def out() -> None:
+            if panel.closed:
+                return
+            if isinstance(frame, ep.PanelClose):
+                self.live_panels.closing(panel)
+            self.send(frame)
+
+        self.soon("panel", out)
+
+    def close_panel(self, panel_id: str) -> None:
+        """On the loop: ``ext.close_panel()`` (a live panel's waiters see it closed)."""
+        self.live_panels.close_id(panel_id)
+        self.send(ep.PanelClose(panel_id=panel_id))
 
     def queue_progress(self, request: Request, frame: ep.ToolProgress) -> None:
         """On the loop: sends ``frame`` for ``request`` now, or merged, later."""

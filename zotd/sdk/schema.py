@@ -78,11 +78,25 @@ def _is_struct(kind: Any) -> bool:
 
 
 def _object_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
-    # msgspec gives {"$ref": "#/$defs/Name", "$defs": {...}}; a tool's schema
-    # must be the object itself, keeping any nested definitions beside it.
-    full = msgspec.json.schema(struct)
+    return schema_of(struct)
+
+
+def schema_of(kind: Any) -> dict[str, Any]:
+    """The JSON Schema of a type msgspec knows (a ``msgspec.Struct``, a
+    dataclass, a ``TypedDict``, ``list[...]``, ...), standing on its own.
+
+    Raises:
+        TypeError: msgspec has no schema for it.
+    """
+    # msgspec gives {"$ref": "#/$defs/Name", "$defs": {...}} for a named
+    # type; a tool's schema must be the object itself, keeping any nested
+    # definitions beside it.
+    full = msgspec.json.schema(kind)
+    ref = full.get("$ref")
+    if not isinstance(ref, str):
+        return full
     defs = dict(full.get("$defs", {}))
-    name = full["$ref"].rsplit("/", 1)[-1]
+    name = ref.rsplit("/", 1)[-1]
     schema = dict(defs.pop(name))
     schema.pop("title", None)
     if defs:
