@@ -1,11 +1,18 @@
-"""A workspace's open panels, and who opened each.
+"""A workspace's open panels, and who has each open.
 
 An extension's command reply may open a panel; it belongs to the client
-that ran the command. Its ``panel_render`` and ``panel_close`` frames go to
-that client alone; the client's keys, resizes and close go back to the
-extension. A panel closes when the extension closes it, stops or exits
-("extension", "stopped"), when the client leaves (the extension is told),
-and when another client opens it again ("moved").
+that ran the command. A spontaneous ``open_panel`` (current zot) opens one
+too: on the agent whose tool call the extension is serving, else on every
+subscriber of the workspace (see :mod:`zotd.runtime.one_way`); so a panel
+is open on one client or on several, its *owners*.
+
+Its ``panel_render`` and ``panel_close`` frames go to its owners alone; their
+keys and resizes go back to the extension. A panel closes when the extension
+closes it, stops or exits ("extension", "stopped"), when an owner closes it
+(the extension is told; the other owners hear "closed": whoever answers an
+"ask the user" panel answers for all), and, for an owner, when another
+client opens it again ("moved"). An owner that leaves just stops having
+it; the extension is told when its last owner has gone.
 
 Nothing here waits: frames are queued on the client's outbox or the
 extension's stdin (``deliver``, ``send_nowait``).
@@ -13,7 +20,7 @@ extension's stdin (``deliver``, ``send_nowait``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from ..model.errors import RequestError
@@ -61,46 +68,73 @@ class Panels:
 
     def __init__(self, extensions: Mapping[str, Target]) -> None:
         self._extensions = extensions
-        #: Open panels: (extension, panel id) -> the client that opened it.
-        self._owners: dict[Key, Subscriber] = {}
+        #: Open panels: (extension, panel id) -> the clients that have it open,
+        #: in the order they were given it (never empty).
+        self._owners: dict[Key, list[Subscriber]] = {}
 
     def open(self, extension: str, panel_id: str, client: Subscriber) -> None:
         """``client`` opened the panel (its command's reply said ``open_panel``)."""
+        self.open_on(extension, panel_id, [client])
+
+    def open_on(self, extension: str, panel_id: str, clients: Sequence[Subscriber]) -> None:
+        """The panel is open on ``clients`` now (none: it is closed, and its
+        extension told). A client that had it and is not among them is told it
+        "moved"; the others keep it."""
         key = (extension, panel_id)
-        before = self._owners.get(key)
-        if before is not None and before is not client:
-            self._closed(key, "moved")  # opened again, by another client: it moves
-        self._owners[key] = client
+        owners = list(dict.fromkeys(clients))
+        for before in self._owners.get(key, ()):
+            if before not in owners:
+                before.deliver(ap.encode(ap.PanelClosePush(extension, panel_id, reason="moved")))
+        if owners:
+            self._owners[key] = owners
+        elif self._owners.pop(key, None) is not None:
+            self._tell_extension(key)
+
+    def show(self, extension: str, panel: ep.PanelSpec, clients: Sequence[Subscriber]) -> None:
+        """Opens ``panel`` on ``clients`` (:meth:`open_on`) and sends each an
+        ``open_panel`` push: a spontaneous ``open_panel`` frame (current zot).
+        A panel already open on one of them is redrawn there."""
+        self.open_on(extension, panel.id, clients)
+        frame = ap.encode(ap.OpenPanelPush(extension, panel))
+        for client in self._owners.get((extension, panel.id), ()):
+            client.deliver(frame)
+
+    def owners(self, extension: str, panel_id: str) -> list[Subscriber]:
+        """The clients that have the panel open (none if it is not open)."""
+        return list(self._owners.get((extension, panel_id), ()))
 
     def on_frame(self, ext: Target, frame: ep.PanelRender | ep.PanelClose) -> None:
-        """Routes an extension's ``panel_render`` or ``panel_close`` to the opener;
-        a frame for a panel that is not open is dropped, and noted in its log."""
+        """Routes an extension's ``panel_render`` or ``panel_close`` to the
+        panel's owners; a frame for a panel that is not open is dropped, and
+        noted in its log."""
         key = (ext.name, frame.panel_id)
-        owner = self._owners.get(key)
-        if owner is None:
+        owners = self._owners.get(key)
+        if owners is None:
             tag = type(frame).__struct_config__.tag
             ext.note(f"dropped `{tag}` for panel {frame.panel_id!r}: it is not open")
         elif isinstance(frame, ep.PanelRender):
-            owner.deliver(
-                ap.encode(
-                    ap.PanelRenderPush(
-                        ext.name, frame.panel_id, frame.title, frame.lines, frame.footer
-                    )
-                )
+            push = ap.encode(
+                ap.PanelRenderPush(ext.name, frame.panel_id, frame.title, frame.lines, frame.footer)
             )
+            for owner in owners:
+                owner.deliver(push)
         else:
             self._closed(key, "extension")
 
     def extension_stopped(self, extension: str) -> None:
-        """Closes the extension's panels; each client is told ("stopped")."""
+        """Closes the extension's panels; each owner is told ("stopped")."""
         for key in [key for key in self._owners if key[0] == extension]:
             self._closed(key, "stopped")
 
     def client_left(self, client: Subscriber) -> None:
-        """Closes the panels ``client`` had open; their extensions are told."""
-        for key, owner in list(self._owners.items()):
-            if owner is client:
-                self._close(key)
+        """``client`` no longer has its panels; a panel it was the last owner
+        of is closed, and its extension told."""
+        for key, owners in list(self._owners.items()):
+            if client in owners:
+                owners.remove(client)
+                if not owners:
+                    del self._owners[key]
+                    self._tell_extension(key)
 
     def input(self, client: Subscriber, req: ap.PanelKey | ap.PanelResize | ap.PanelClose) -> None:
         """Passes a client's key, resize or close on to the panel's extension.
@@ -111,8 +145,8 @@ class Panels:
         """
         owned = [
             key
-            for key, owner in self._owners.items()
-            if owner is client
+            for key, owners in self._owners.items()
+            if client in owners
             and key[1] == req.panel_id
             and (not req.extension or key[0] == req.extension)
         ]
@@ -130,7 +164,10 @@ class Panels:
             )
         key = owned[0]
         if isinstance(req, ap.PanelClose):
-            self._close(key)
+            for other in self._owners.pop(key):
+                if other is not client:
+                    other.deliver(ap.encode(ap.PanelClosePush(key[0], key[1], reason="closed")))
+            self._tell_extension(key)
             return
         frame: ep.PanelKey | ep.PanelResize
         if isinstance(req, ap.PanelKey):
@@ -145,13 +182,13 @@ class Panels:
             )
 
     def _closed(self, key: Key, reason: str) -> None:
-        """Forgets an open panel and tells the client that had it why."""
-        owner = self._owners.pop(key)
-        owner.deliver(ap.encode(ap.PanelClosePush(key[0], key[1], reason=reason)))
+        """Forgets an open panel and tells each of its owners why."""
+        frame = ap.encode(ap.PanelClosePush(key[0], key[1], reason=reason))
+        for owner in self._owners.pop(key):
+            owner.deliver(frame)
 
-    def _close(self, key: Key) -> None:
-        """Forgets an open panel and tells its extension to close it."""
-        del self._owners[key]
+    def _tell_extension(self, key: Key) -> None:
+        """Tells the extension of a panel just forgotten that it is closed."""
         ext = self._extensions.get(key[0])
         if ext is not None:
             ext.send_nowait(ep.encode(ep.PanelClose(panel_id=key[1])))
