@@ -292,7 +292,12 @@ async def env(hub: Hub, ws: Workspace, name: str, allow: list[str], deny: list[s
         except env_grants.GrantsError as exc:
             raise RequestError(Code.BAD_REQUEST, str(exc)) from None
         if changed:
-            log.info("%s: allowed %s, denied %s", name, allow or "nothing", deny or "nothing")
+            log.info(  # names only: a value is never logged
+                "ext env %s: allowed %s; denied %s",
+                name,
+                ", ".join(allow) or "nothing",
+                ", ".join(deny) or "nothing",
+            )
             seeing = [w for w in hub.live_workspaces() if name in w.extensions or w is ws]
             await _refresh(seeing, [name], reload=True)
     try:
