@@ -182,8 +182,9 @@ class Requests:
         (see :meth:`Extension.ask`). ``progress(extension, frame)`` gets the
         call's ``tool_progress`` frames. ``caller`` says who the call is for
         (see :mod:`zotd.runtime.callers`): an interactive tool (current zot)
-        has no deadline but ``timeout_s`` for an agent that can show UI, and
-        fails at once, with a tool error, for any other caller.
+        has no deadline but ``timeout_s`` for an agent that can show UI,
+        fails at once, with a tool error, for an agent that cannot, and
+        keeps its deadline for an extension's call.
 
         ``done`` gets the result, or the error, exactly once (from the task
         that reads the extension's reply, or from its expiry task; at once,
@@ -204,10 +205,12 @@ class Requests:
         caller = caller if caller is not None else _NOBODY
         timeout: float | None = timeout_s if timeout_s is not None else self._config.tool_timeout
         if tool.interactive:
-            if not caller.interactive:
+            if caller.interactive:
+                timeout = timeout_s  # the user takes the time it takes
+            elif not caller.origin:  # an agent without UI: nobody could answer it
                 done(ap.CallData(ext.name, [ep.TextBlock(_NOT_INTERACTIVE % name)], True))
                 return _nothing
-            timeout = timeout_s  # the user takes the time it takes
+            # (an extension's call: within its own deadline, as in zot)
         served = Served(name, caller)
 
         def on_reply(outcome: ep.ToolResult | RequestError) -> None:
