@@ -50,6 +50,7 @@ app = App(
 )
 app.command(ext_cli.app)
 app.command(hook_cli.app)
+app.command("zotd.cli.skills_cli:skills", name="skills", help="List the extensions' skills.")
 app.register_install_completion_command(
     help="Install shell completion for zot (bash, zsh or fish; --shell to choose)."
 )
