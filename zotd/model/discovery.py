@@ -7,7 +7,8 @@ Discovery (reference, "Layout & discovery") looks in two places, and
 2. project-local: ``<workspace>/.zot/extensions/<name>/`` (scope ``project``),
 3. global: ``$ZOT_HOME/extensions/<name>/`` (scope ``global``).
 
-Each directory is read by :func:`~.manifest.load`, which never raises. A
+Each directory is read by :func:`~.manifest.load`, which never raises (and
+reads the skills a manifest lists, bounded: see :mod:`.skills`). A
 scope's directory is listed up to :data:`MAX_DIRS` extensions. And a
 project-local copy that cannot run (broken, disabled, or not trusted) does
 not hide the user's own copy of the same name (see :func:`discover`); the
