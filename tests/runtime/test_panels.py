@@ -181,3 +181,101 @@ def test_input_errors() -> None:
     open_panels.input(a, ap.PanelKey(id=5, panel_id="main", key="x", extension="q"))
     assert q.sent == [{"type": "panel_key", "panel_id": "main", "key": "x"}]
     assert p.sent == []
+
+
+# --- panels open on several clients (a spontaneous `open_panel`) ---------------------
+
+SPEC = ep.PanelSpec(id="ask", title="Q", lines=["ok?"], footer="y/n")
+OPENED = {
+    "type": "open_panel",
+    "extension": "p",
+    "panel": {"id": "ask", "title": "Q", "lines": ["ok?"], "footer": "y/n"},
+}
+
+
+def test_shown_on_several_clients_each_gets_it_and_its_renders() -> None:
+    ext, a, b, c = Ext("p"), Client(), Client(), Client()
+    open_panels = panels(ext)
+    open_panels.show("p", SPEC, [a, b, a])  # (a client given twice has it once)
+    assert open_panels.owners("p", "ask") == [a, b]
+    open_panels.on_frame(ext, ep.PanelRender(panel_id="ask", lines=["now?"]))
+    for client in (a, b):
+        assert [f["type"] for f in client.got] == ["open_panel", "panel_render"]
+        assert client.got[0] == OPENED
+    assert c.got == []
+    open_panels.input(b, ap.PanelKey(id=1, panel_id="ask", key="y"))
+    open_panels.input(a, ap.PanelKey(id=2, panel_id="ask", key="n"))
+    assert [f["key"] for f in ext.sent] == ["y", "n"]
+    with pytest.raises(RequestError):
+        open_panels.input(c, ap.PanelKey(id=3, panel_id="ask", key="y"))
+
+
+def test_one_owner_closing_closes_it_for_all() -> None:
+    ext, a, b, c = Ext("p"), Client(), Client(), Client()
+    open_panels = panels(ext)
+    open_panels.show("p", SPEC, [a, b, c])
+    open_panels.input(b, ap.PanelClose(id=1, panel_id="ask"))
+    assert ext.sent == [{"type": "panel_close", "panel_id": "ask"}]  # once
+    closed = {"type": "panel_close", "extension": "p", "panel_id": "ask", "reason": "closed"}
+    assert a.got[1:] == c.got[1:] == [closed]
+    assert b.got[1:] == []  # it closed it itself
+    assert open_panels.owners("p", "ask") == []
+
+
+def test_owners_leaving_the_last_one_tells_the_extension() -> None:
+    ext, a, b = Ext("p"), Client(), Client()
+    open_panels = panels(ext)
+    open_panels.show("p", SPEC, [a, b])
+    open_panels.client_left(a)
+    assert ext.sent == []
+    assert open_panels.owners("p", "ask") == [b]
+    open_panels.client_left(b)
+    assert ext.sent == [{"type": "panel_close", "panel_id": "ask"}]
+    open_panels.on_frame(ext, ep.PanelRender(panel_id="ask"))
+    assert ext.notes == ["dropped `panel_render` for panel 'ask': it is not open"]
+
+
+def test_the_extension_closing_or_stopping_tells_every_owner() -> None:
+    ext, a, b = Ext("p"), Client(), Client()
+    open_panels = panels(ext)
+    open_panels.show("p", SPEC, [a, b])
+    open_panels.on_frame(ext, ep.PanelClose(panel_id="ask"))
+    open_panels.show("p", SPEC, [a, b])
+    open_panels.extension_stopped("p")
+    for client in (a, b):
+        assert [(f["type"], f.get("reason")) for f in client.got] == [
+            ("open_panel", None),
+            ("panel_close", "extension"),
+            ("open_panel", None),
+            ("panel_close", "stopped"),
+        ]
+    assert ext.sent == []
+
+
+def test_shown_again_it_is_redrawn_where_it_stays_and_moves_from_the_rest() -> None:
+    ext, a, b, c = Ext("p"), Client(), Client(), Client()
+    open_panels = panels(ext)
+    open_panels.show("p", SPEC, [a, b])
+    open_panels.show("p", SPEC, [b, c])
+    assert a.got[1:] == [
+        {"type": "panel_close", "extension": "p", "panel_id": "ask", "reason": "moved"}
+    ]
+    assert b.got == [OPENED, OPENED]  # redrawn, never closed
+    assert c.got == [OPENED]
+    assert open_panels.owners("p", "ask") == [b, c]
+    # A command's reply opening it again moves it to that client alone.
+    open_panels.open("p", "ask", a)
+    assert [f["reason"] for f in b.got[2:] + c.got[1:]] == ["moved", "moved"]
+    assert open_panels.owners("p", "ask") == [a]
+    assert ext.sent == []
+
+
+def test_opened_on_nobody_nothing_changes() -> None:
+    ext, a = Ext("p"), Client()
+    open_panels = panels(ext)
+    open_panels.open_on("p", "ask", [])
+    assert open_panels.owners("p", "ask") == []
+    open_panels.open("p", "ask", a)
+    open_panels.open_on("p", "ask", [])
+    assert open_panels.owners("p", "ask") == [a]
+    assert a.got == ext.sent == []

@@ -77,18 +77,16 @@ class Panels:
         self.open_on(extension, panel_id, [client])
 
     def open_on(self, extension: str, panel_id: str, clients: Sequence[Subscriber]) -> None:
-        """The panel is open on ``clients`` now (none: it is closed, and its
-        extension told). A client that had it and is not among them is told it
-        "moved"; the others keep it."""
+        """The panel is open on ``clients`` now (none: nothing changes). A client
+        that had it and is not among them is told it "moved"; the others keep it."""
         key = (extension, panel_id)
         owners = list(dict.fromkeys(clients))
+        if not owners:
+            return
         for before in self._owners.get(key, ()):
             if before not in owners:
                 before.deliver(ap.encode(ap.PanelClosePush(extension, panel_id, reason="moved")))
-        if owners:
-            self._owners[key] = owners
-        elif self._owners.pop(key, None) is not None:
-            self._tell_extension(key)
+        self._owners[key] = owners
 
     def show(self, extension: str, panel: ep.PanelSpec, clients: Sequence[Subscriber]) -> None:
         """Opens ``panel`` on ``clients`` (:meth:`open_on`) and sends each an
@@ -96,7 +94,7 @@ class Panels:
         A panel already open on one of them is redrawn there."""
         self.open_on(extension, panel.id, clients)
         frame = ap.encode(ap.OpenPanelPush(extension, panel))
-        for client in self._owners.get((extension, panel.id), ()):
+        for client in dict.fromkeys(clients):
             client.deliver(frame)
 
     def owners(self, extension: str, panel_id: str) -> list[Subscriber]:
