@@ -9,10 +9,11 @@ import stat
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
-from tests.conftest import FAKE, StartDaemon, add_extension, pid_alive, quickstart_dir
+from tests.conftest import FAKE, FAST, StartDaemon, add_extension, pid_alive, quickstart_dir
 from zotd.client import ZotdError, connect
 from zotd.model.environment import with_own_python
 from zotd.model.paths import Paths
@@ -299,6 +300,19 @@ async def test_broken_and_disabled_extensions_are_listed(
     )
     assert "first frame must be `hello`" in infos["early"].last_error
     assert infos["off"].pid is None
+
+
+async def test_a_hello_with_another_name_is_refused_when_strict(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_extension(
+        paths.extensions_dir, "wrongname", manifest={"args": [str(FAKE), "--name", "other"]}
+    )
+    await start_daemon(msgspec.structs.replace(FAST, strict_hello_name=True))
+    async with connect(paths.socket, cwd=project) as zot:
+        (info,) = await zot.list_extensions()
+    assert info.state == "failed"
+    assert "'other'" in info.last_error and "must match (strict_hello_name)" in info.last_error
 
 
 async def test_project_local_wins_over_global_and_explicit_over_both(
