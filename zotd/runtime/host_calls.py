@@ -40,6 +40,7 @@ extension's stdin (``send_nowait``): nothing here blocks the event loop.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -196,11 +197,7 @@ class HostCalls:
             frame.id,
             frame.name,
             frame.args,
-            Caller(
-                client=None if served is None else served.caller.client,
-                origin=ext.name,
-                chain=verdict.chain,
-            ),
+            _caller_under(served, ext.name, verdict.chain),
             served,
             trio.CancelScope(deadline=trio.current_time() + limit),
             f"{ext.name}/{self._serial}",
@@ -378,6 +375,15 @@ class HostCalls:
             structured_content=capped.structured,
         )
         ext.send_nowait(ep.encode(frame))
+
+
+def _caller_under(served: Served | None, origin: str, chain: tuple[str, ...]) -> Caller:
+    """Who an extension's call is for: the caller of the call it is made
+    under (its agent, and whatever else it knows of it), without UI (the
+    call is the extension's, not the agent's), with ``origin`` and ``chain``."""
+    if served is None:
+        return Caller(origin=origin, chain=chain)
+    return dataclasses.replace(served.caller, interactive=False, origin=origin, chain=chain)
 
 
 def _agent_request(caller: Caller) -> ap.Id | None:
