@@ -365,6 +365,8 @@ async def test_a_tool_of_the_agent(start_daemon: StartDaemon, paths: Paths, proj
             nursery.start_soon(call)
             push = await next_host_call(zot)
             assert (push.extension, push.name, push.args) == ("caller", "bash", {"command": "ls"})
+            # Made under this agent's call_tool: that request's id (the client numbers them).
+            assert isinstance(push.parent_id, int)
             await zot.host_tool_result(push.call_id, [ep.TextBlock("a.txt")])
         # Answered: a second answer finds nothing waiting.
         with pytest.raises(ZotdError) as second:
@@ -393,6 +395,7 @@ async def test_another_agent_with_host_tools_runs_it(
 
         nursery.start_soon(call)
         push = await next_host_call(tools)
+        assert push.parent_id is None  # another connection's request: not this agent's to know
         with pytest.raises(ZotdError) as other:  # not the connection it was sent to
             await plain.host_tool_result(push.call_id, [ep.TextBlock("stolen")])
         await tools.host_tool_result(push.call_id, [ep.TextBlock("oops")], is_error=True)

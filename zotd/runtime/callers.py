@@ -40,12 +40,15 @@ class Caller:
             and the call is its own (not an extension's).
         origin: the extension whose ``call_tool`` this is ("" for an agent's).
         chain: the tools of the calls above this one, outermost first.
+        request_id: the agent's ``call_tool`` request id at the root of the
+            call, if there is one.
     """
 
     client: Subscriber | None = None
     interactive: bool = False
     origin: str = ""
     chain: tuple[str, ...] = ()
+    request_id: str | int | None = None
 
 
 @dataclass(slots=True, eq=False)

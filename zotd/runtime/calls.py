@@ -222,12 +222,14 @@ class Calls:
             else:
                 self.send_nowait(ep.encode(ep.Cancel(id=rid)))
 
-    def send_nowait(self, frame: bytes) -> bool:
-        """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
+    def send_nowait(self, frame: bytes, *, force: bool = False) -> bool:
+        """Queues a one-way frame; ``False`` if it was dropped (queue full or
+        not running). ``force``: past a full queue too (a reply owed to the
+        extension, bounded by its own limits)."""
         if not self._ext.running or self.outbox is None:
             return False
         try:
-            queued = self.outbox.put_nowait(frame)
+            queued = self.outbox.put_nowait(frame, force=force)
         except trio.BrokenResourceError:
             return False
         if not queued:

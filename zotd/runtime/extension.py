@@ -425,9 +425,10 @@ class Extension:
         """Forgets a request; sends ``cancel`` if it was still unanswered."""
         self._calls.withdraw(rid)
 
-    def send_nowait(self, frame: bytes) -> bool:
-        """Queues a one-way frame; ``False`` if it was dropped (queue full or not running)."""
-        return self._calls.send_nowait(frame)
+    def send_nowait(self, frame: bytes, *, force: bool = False) -> bool:
+        """Queues a one-way frame; ``False`` if it was dropped (queue full or
+        not running; ``force``: past a full queue too)."""
+        return self._calls.send_nowait(frame, force=force)
 
     # --- reporting ----------------------------------------------------------------
 

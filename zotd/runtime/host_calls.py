@@ -190,7 +190,7 @@ class HostCalls:
             reason = "call_tool refused: `args` must be a JSON object"
             self._send(ext, frame.id, frame.name, [ep.TextBlock(reason)], True)
             return
-        limit = call_chain.time_limit(self._ws._config.tool_timeout)
+        limit = call_chain.time_limit(self._ws.config.tool_timeout)
         self._serial += 1
         call = HostCall(
             ext,
@@ -289,9 +289,9 @@ class HostCalls:
             return
         call.agent = agent
         self._forwarded[call.call_id] = call
-        push = ap.HostToolCallPush(
-            call.call_id, call.ext.name, call.name, call.args, _agent_request(call.caller)
-        )
+        # `parent_id`: the agent's own request, which only the agent that made it knows.
+        parent = call.caller.request_id if agent is call.caller.client else None
+        push = ap.HostToolCallPush(call.call_id, call.ext.name, call.name, call.args, parent)
         agent.deliver(ap.encode(push))
         await call.settled.wait()
 
@@ -374,7 +374,7 @@ class HostCalls:
             truncated=capped.truncated,
             structured_content=capped.structured,
         )
-        ext.send_nowait(ep.encode(frame))
+        ext.send_nowait(ep.encode(frame), force=True)  # a reply owed: never dropped
 
 
 def _caller_under(served: Served | None, origin: str, chain: tuple[str, ...]) -> Caller:
@@ -384,11 +384,3 @@ def _caller_under(served: Served | None, origin: str, chain: tuple[str, ...]) ->
     if served is None:
         return Caller(origin=origin, chain=chain)
     return dataclasses.replace(served.caller, interactive=False, origin=origin, chain=chain)
-
-
-def _agent_request(caller: Caller) -> ap.Id | None:
-    """The agent's ``call_tool`` request id at the root of the chain, if
-    :class:`Caller` knows it (``request_id``: see the change proposed with
-    this module); else ``None``."""
-    rid = getattr(caller, "request_id", None)
-    return rid if isinstance(rid, str | int) else None

@@ -335,7 +335,7 @@ class ClientSession:
                 done,
                 alone=alone,
                 progress=progress,
-                caller=self.caller,
+                caller=Caller(self, self.caller.interactive, request_id=req.id),
             )
             if key in self._calls:  # (not answered at once)
                 self._calls[key] = (req.id, withdraw)

@@ -77,6 +77,8 @@ class Workspace(Requests):
         self.stopping = False
         self._ctx = ctx
         self._config = ctx.config
+        #: The daemon's settings.
+        self.config = ctx.config
         self.registry = Registry(
             reserved_commands=ctx.config.reserved_commands, builtin_tools=BUILTIN_TOOLS
         )
