@@ -18,6 +18,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,12 @@ DOC = Path(__file__).parents[2] / "docs" / "sdk.md"
 
 
 class Wire:
-    """An SDK extension process, and the host's end of its stdio."""
+    """An SDK extension process, and the host's end of its stdio.
 
-    def __init__(self, tmp: Path, source: str) -> None:
+    ``ack`` adds fields to the ``hello_ack`` it is sent (``capabilities``, say).
+    """
+
+    def __init__(self, tmp: Path, source: str, **ack: Any) -> None:
         self.tmp = tmp
         #: The project directory, ``cwd`` of the ``hello_ack``.
         self.project = tmp / "project"
@@ -58,7 +62,7 @@ class Wire:
         #: What it sent before ``ready``, in order.
         self.opening = self._until("ready")
         hello_ack = {"protocol_version": 1, "zot_version": "test", "provider": "", "model": ""}
-        self.send({"type": "hello_ack", **hello_ack, "cwd": str(self.project)})
+        self.send({"type": "hello_ack", **hello_ack, "cwd": str(self.project), **ack})
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -98,6 +102,20 @@ class Wire:
         self.send({"type": "shutdown"})
         return self._until("shutdown_ack")
 
+    def end_input(self) -> list[dict[str, Any]]:
+        """Closes its stdin; every frame it writes until its output ends."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        frames: list[dict[str, Any]] = []
+        while True:
+            try:
+                line = self._lines.get(timeout=DEADLINE)
+            except queue.Empty:
+                raise AssertionError(f"its output did not end; stderr:\n{self.stderr()}") from None
+            if not line:
+                return frames
+            frames.append(json.loads(line))
+
     def wait_for(self, path: Path) -> str:
         """The text of ``path`` once a handler has written it (not empty)."""
         limit = time.monotonic() + DEADLINE
@@ -121,28 +139,38 @@ class Wire:
             self.process.kill()
         self.process.wait(timeout=DEADLINE)
         for pipe in (self.process.stdin, self.process.stdout):
-            if pipe is not None:
+            if pipe is not None and not pipe.closed:
                 pipe.close()
 
 
-Start = Callable[[str], Wire]
+Start = Callable[..., Wire]
+
+
+@contextmanager
+def starting(tmp: Path) -> Iterator[Start]:
+    """Starts extensions from their source (``ack``: fields added to the
+    ``hello_ack``) in directories under ``tmp``; kills them at the end."""
+    started: list[Wire] = []
+
+    def run(source: str, **ack: Any) -> Wire:
+        directory = tmp / f"ext{len(started)}"
+        directory.mkdir()
+        wire = Wire(directory, source, **ack)
+        started.append(wire)
+        return wire
+
+    try:
+        yield run
+    finally:
+        for wire in started:
+            wire.kill()
 
 
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[Start]:
     """Starts an extension from its source; kills it at the end of the test."""
-    started: list[Wire] = []
-
-    def run(source: str) -> Wire:
-        directory = tmp_path / f"ext{len(started)}"
-        directory.mkdir()
-        wire = Wire(directory, source)
-        started.append(wire)
-        return wire
-
-    yield run
-    for wire in started:
-        wire.kill()
+    with starting(tmp_path) as run:
+        yield run
 
 
 def call(wire: Wire, rid: str, name: str, **args: Any) -> None:
