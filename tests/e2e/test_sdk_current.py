@@ -24,7 +24,7 @@ import trio
 
 from tests.conftest import FAST, StartDaemon
 from tests.e2e.test_sdk import install, running, text_of
-from tests.e2e.test_sdk_wire import ALWAYS, Start, Wire, call, starting, text
+from tests.e2e.test_sdk_wire import ALWAYS, Start, Wire, call, doc_example, starting, text
 from zotd.client import ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol.extension import TextBlock
@@ -669,6 +669,59 @@ def test_before_agent_start_replaces_deletes_or_keeps_the_prompt(start: Start) -
     # With no prompt to change, the guard is not asked.
     assert "system_prompt" not in ask_prompt(wire, "6")
     assert wire.stderr().count("asked:") == 5
+
+
+# --- the docs' examples, played through (tests/e2e/test_sdk_docs.py only starts them) ---
+
+
+def test_docs_interactive_example(start: Start) -> None:
+    wire = start(doc_example("ask-user"))
+    assert registered(wire)["ask_user"]["interactive"] is True
+    call(wire, "1", "ask_user", question="Which?", choices=["tea", "coffee"])
+    opened = wire.recv()
+    assert (opened["type"], opened["panel"]["lines"]) == ("open_panel", ["> tea", "  coffee"])
+    key(wire, "ask-user", "down")
+    assert wire.recv()["lines"] == ["  tea", "> coffee"]
+    key(wire, "ask-user", "enter", "\n")
+    assert wire.recv() == {"type": "panel_close", "panel_id": "ask-user"}
+    assert text(wire.recv()) == "coffee"
+    call(wire, "2", "ask_user", question="Which?", choices=["tea"])
+    assert wire.recv()["type"] == "open_panel"
+    key(wire, "ask-user", "escape")
+    assert wire.recv()["type"] == "panel_close"
+    skipped = wire.recv()
+    assert skipped["is_error"] and text(skipped) == "the user did not answer"
+
+
+def test_docs_call_tool_example(start: Start) -> None:
+    wire = start(doc_example("word-count"), **CAN_CALL)
+    call(wire, "1", "count_words", path="a.txt")
+    asked = wire.recv()
+    assert (asked["name"], asked["args"], asked["parent_id"]) == ("read", {"path": "a.txt"}, "1")
+    wire.send(host_result(asked["id"], {"type": "text", "text": "one two\nthree"}))
+    assert text(wire.recv()) == "a.txt: 3 words"
+    call(wire, "2", "count_words", path="b.txt")
+    asked = wire.recv()
+    wire.send(host_result(asked["id"], {"type": "text", "text": "no such file"}, is_error=True))
+    assert text(wire.recv()) == "could not read b.txt: no such file"
+    without = start(doc_example("word-count"))
+    call(without, "1", "count_words", path="a.txt")
+    refused = without.recv()
+    assert refused["is_error"] and "does not offer call_tool" in text(refused)
+
+
+def test_docs_submit_example(start: Start) -> None:
+    wire = start(doc_example("nudge"))
+    command(wire, "1", "retest", "the parser")
+    frames = [wire.recv() for _ in range(4)]
+    assert frames[:3] == [
+        {"type": "clear_notes"},
+        {"type": "notify", "message": "asking for a test run", "level": "info"},
+        {"type": "submit", "text": "Run the test suite and fix what fails. Focus on the parser."},
+    ]
+    assert frames[3]["id"] == "1"
+    command(wire, "2", "later", "buy milk")
+    assert wire.recv() == {"type": "submit_slash", "text": "/todo buy milk"}
 
 
 # --- through a real daemon -----------------------------------------------------------------

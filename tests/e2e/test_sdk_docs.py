@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 
@@ -69,7 +70,7 @@ def _string(node: ast.expr) -> str:
 
 def declared(source: str) -> Declared:
     """The registrations of ``@ext.command/tool/on/intercept/intercept_tool_call``
-    in ``source``."""
+    and ``@ext.before_agent_start`` in ``source``."""
     found = Declared()
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -77,6 +78,8 @@ def declared(source: str) -> Declared:
         for dec in node.decorator_list:
             if isinstance(dec, ast.Attribute) and dec.attr == "intercept_tool_call":
                 found.intercepts.add("tool_call")
+            if isinstance(dec, ast.Attribute) and dec.attr == "before_agent_start":
+                found.intercepts.add("before_agent_start")
             if not (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute)):
                 continue
             kind = dec.func.attr
@@ -237,6 +240,53 @@ async def check_visits(zot: Client, paths: Paths, project: Path) -> None:
                 break
 
 
+async def check_explainer(zot: Client, paths: Paths, project: Path) -> None:
+    reply = await zot.invoke_command("explain", "app.py")
+    assert (reply.action, reply.prompt) == (
+        "tool_prompt",
+        "Explain what app.py does, for a newcomer.",
+    )
+    assert (reply.tool_name, reply.tool_args) == ("read", {"path": "app.py"})
+    assert (await zot.invoke_command("explain")).error == "which file? /explain PATH"
+
+
+async def check_meteo(zot: Client, paths: Paths, project: Path) -> None:
+    tools = {t.name: t for t in await zot.list_tools()}
+    assert set(tools["reading"].output_schema["required"]) == {"city", "celsius", "sky"}
+    oslo = await zot.call_tool("reading", {"city": "Oslo"})
+    assert text_of(oslo.content) == '{"city":"Oslo","celsius":4.5,"sky":"snow"}'
+    assert not isinstance(oslo.structured_content, msgspec.UnsetType)
+    assert msgspec.json.decode(oslo.structured_content) == json.loads(text_of(oslo.content))
+    missing = await zot.call_tool("reading", {"city": "Paris"})
+    assert missing.is_error and missing.structured_content is msgspec.UNSET
+    warm = await zot.call_tool("warm_cities", {})
+    assert text_of(warm.content) == "1 warm: Rome"
+    assert not isinstance(warm.structured_content, msgspec.UnsetType)
+    assert msgspec.json.decode(warm.structured_content) == {"warm": ["Rome"]}
+
+
+async def check_toolbox(zot: Client, paths: Paths, project: Path) -> None:
+    tools = {t.name: t for t in await zot.list_tools()}
+    assert {n: t.deferred for n, t in tools.items()} == {
+        "find_converter": False,
+        "c_to_f": True,
+        "km_to_mi": True,
+    }
+    assert {t.namespace for t in tools.values()} == {"units"}
+    found = await zot.call_tool("find_converter", {"query": "celsius"})
+    assert found.activate_tools == ["c_to_f"]
+    assert found.content == [TextBlock("- `c_to_f`: Celsius to Fahrenheit", format="markdown")]
+    assert text_of((await zot.call_tool("c_to_f", {"celsius": 100})).content) == "212 °F"
+
+
+async def check_house_style(zot: Client, paths: Paths, project: Path) -> None:
+    verdict = await zot.intercept_event("before_agent_start", system_prompt="You are zot.")
+    style = "Answer in British English, in at most 200 words."
+    assert verdict.system_prompt == f"You are zot.\n\n{style}"
+    again = await zot.intercept_event("before_agent_start", system_prompt=style)
+    assert again.system_prompt == style  # kept
+
+
 CHECKS: dict[str, Check] = {
     "hello": check_hello,
     "snippets": check_snippets,
@@ -249,6 +299,10 @@ CHECKS: dict[str, Check] = {
     "guard": check_guard,
     "workers": check_workers,
     "visits": check_visits,
+    "explainer": check_explainer,
+    "meteo": check_meteo,
+    "toolbox": check_toolbox,
+    "house-style": check_house_style,
 }
 
 
