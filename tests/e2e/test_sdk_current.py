@@ -25,8 +25,9 @@ import trio
 from tests.conftest import FAST, StartDaemon
 from tests.e2e.test_sdk import install, running, text_of
 from tests.e2e.test_sdk_wire import ALWAYS, Start, Wire, call, doc_example, starting, text
-from zotd.client import ZotdError, connect
+from zotd.client import Client, ZotdError, connect
 from zotd.model.paths import Paths
+from zotd.protocol import agent as ap
 from zotd.protocol.extension import TextBlock
 
 
@@ -782,6 +783,35 @@ DAEMON = """
         return tool_prompt(f"Explain {args}.", "read", {"path": args})
 
 
+    @ext.tool(interactive=True)
+    async def ask(question: str) -> str:
+        async with ext.open_panel("ask", title=question, lines=["y/n"]) as panel:
+            async for key in panel:
+                if key.text in ("y", "n"):
+                    panel.render(title=question, lines=[f"you said {key.text}"])
+                    return "yes" if key.text == "y" else "no"
+        return "no answer"
+
+
+    @ext.tool
+    async def count_words(path: str) -> str:
+        got = await ext.call_tool("read", {"path": path})
+        return f"{len(got.text.split())} words, error={got.is_error}"
+
+
+    @ext.tool
+    async def weather_again(city: str) -> str:
+        got = await ext.call_tool("weather", {"city": city})
+        return f"{got.structured['celsius']} again, error={got.is_error}"
+
+
+    @ext.command("hand-over")
+    def hand_over(args: str):
+        ext.clear_notes()
+        ext.submit("run the tests")
+        ext.submit_slash("/todo milk")
+
+
     @ext.before_agent_start
     def french(event: dict):
         return event["system_prompt"] + " Answer in French."
@@ -874,3 +904,77 @@ async def test_tool_prompt_and_before_agent_start_through_the_daemon(
         assert (reply.tool_name, reply.tool_args) == ("read", {"path": "a.py"})
         verdict = await zot.intercept_event("before_agent_start", system_prompt="Be brief.")
         assert verdict.system_prompt == "Be brief. Answer in French."
+
+
+async def next_push(zot: Client) -> ap.Push:
+    """The next push frame, but ``extension_state`` (the extension's start)."""
+    with trio.fail_after(30):  # a hang guard, generous for a busy machine
+        async for frame in zot.notifications():
+            if not isinstance(frame, ap.ExtensionStatePush):
+                return frame
+    raise AssertionError("the connection closed")
+
+
+async def test_an_interactive_tools_panel_through_the_daemon(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    async with (
+        running(start_daemon, paths, project, DAEMON, capabilities=["interactive"]) as agent,
+        trio.open_nursery() as nursery,
+    ):
+        answers: list[str] = []
+
+        async def ask() -> None:
+            answers.append(text_of(await agent.call_tool("ask", {"question": "Deploy?"})))
+
+        nursery.start_soon(ask)
+        opened = await next_push(agent)
+        assert isinstance(opened, ap.OpenPanelPush), opened
+        assert (opened.extension, opened.panel.id, opened.panel.title) == (
+            "sdk-current",
+            "ask",
+            "Deploy?",
+        )
+        await agent.panel_key("ask", "y", text="y")
+        rendered, closed = await next_push(agent), await next_push(agent)
+        assert isinstance(rendered, ap.PanelRenderPush) and rendered.lines == ["you said y"]
+        assert isinstance(closed, ap.PanelClosePush) and closed.panel_id == "ask"
+    assert answers == ["yes"]
+
+
+async def test_call_tool_through_the_daemon(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    async with (
+        running(start_daemon, paths, project, DAEMON, capabilities=["host_tools"]) as agent,
+        trio.open_nursery() as nursery,
+    ):
+        # A tool of the agent's own: zotd asks the agent, which answers.
+        counted: list[str] = []
+
+        async def count() -> None:
+            counted.append(text_of(await agent.call_tool("count_words", {"path": "a.txt"})))
+
+        nursery.start_soon(count)
+        push = await next_push(agent)
+        assert isinstance(push, ap.HostToolCallPush), push
+        assert (push.extension, push.name, push.args) == ("sdk-current", "read", {"path": "a.txt"})
+        await agent.host_tool_result(push.call_id, [TextBlock("one two three")])
+        # A tool of an extension, its structured content included.
+        again = await agent.call_tool("weather_again", {"city": "Oslo"})
+        assert text_of(again) == "21.5 again, error=False"
+    assert counted == ["3 words, error=False"]
+
+
+async def test_one_way_frames_through_the_daemon(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    async with running(start_daemon, paths, project, DAEMON) as zot:
+        await zot.subscribe()
+        assert (await zot.invoke_command("hand-over")).error == ""
+        pushes = [await next_push(zot) for _ in range(3)]
+    assert pushes == [
+        ap.ClearNotesPush("sdk-current"),
+        ap.SubmitPush("sdk-current", "run the tests"),
+        ap.SubmitSlashPush("sdk-current", "/todo milk"),
+    ]
