@@ -251,7 +251,8 @@ class Extension(Actions):
 
     def on_panel_close(self, handler: F) -> F:
         """Registers what is told that a panel was closed by the user (or
-        their client went away): ``handler(panel_id)``."""
+        their client went away): ``handler(panel_id)``. (A panel opened with
+        ``ext.open_panel()`` is told instead: its ``key()`` returns ``None``.)"""
         self._handlers.panel["close"] = handler
         return handler
 
