@@ -84,9 +84,10 @@ class Agent:
         """The guard's first ``count`` audit entries, without their times and
         what zotd adds to every event (the workspace, a rising sequence)."""
         lines = await wait_for_lines(self.audit_log, count)
-        sequences = [e.pop("sequence") for e in lines]
+        # (the guard's own verdicts have neither)
+        sequences = [e.pop("sequence") for e in lines if "sequence" in e]
         assert sequences == sorted(set(sequences)), "strictly increasing"
-        assert all(e.pop("cwd") == str(self.project) for e in lines)
+        assert all(e.pop("cwd", str(self.project)) == str(self.project) for e in lines)
         return [{k: v for k, v in e.items() if k != "ts"} for e in lines]
 
 

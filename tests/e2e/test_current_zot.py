@@ -24,6 +24,7 @@ import pytest
 import trio
 
 from tests.conftest import EXTENSIONS, StartDaemon, add_extension
+from tests.e2e.frame_log import WAIT, frames, wait_for
 from zotd.client import Client, ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
@@ -31,8 +32,6 @@ from zotd.protocol import extension as ep
 
 ZOT_SDK = EXTENSIONS / "zot_sdk.py"
 
-#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
-WAIT = 30.0
 
 #: What zot's Go SDK lists in its hello.
 SDK_CAPABILITIES = ["commands", "tools", "events", "panels", "tool_cancel", "call_tool"]
@@ -59,21 +58,6 @@ def install(paths: Paths, name: str, *options: str) -> Path:
 def command(name: str, **reply: Any) -> tuple[str, str]:
     """The fixture's options registering ``/name``, answered with ``reply``."""
     return ("--command", f"{name}={json.dumps(reply)}")
-
-
-def frames(log: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """The frames an extension read, oldest first (of one ``type`` if given)."""
-    if not log.exists():
-        return []
-    read = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return [f for f in read if kind is None or f["type"] == kind]
-
-
-async def wait_for(log: Path, kind: str, count: int = 1) -> list[dict[str, Any]]:
-    with trio.fail_after(WAIT):
-        while len(found := frames(log, kind)) < count:
-            await trio.sleep(0.01)
-    return found
 
 
 async def wait_in_log(path: Path, text: str) -> None:

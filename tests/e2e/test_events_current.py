@@ -11,7 +11,6 @@ logs. Deadlines in virtual time are in tests/runtime/test_system_prompt.py.
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +19,13 @@ import pytest
 import trio
 
 from tests.conftest import EXTENSIONS, FAST, StartDaemon, add_extension
+from tests.e2e.frame_log import frames, wait_for
 from zotd.client import ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import extension as ep
 
 PROMPT_GUARD = EXTENSIONS / "prompt_guard.py"
 
-#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
-WAIT = 30.0
 
 #: Every event current zot sends, with the payload fields it documents for it.
 PAYLOADS: dict[str, dict[str, Any]] = {
@@ -92,21 +90,6 @@ def install(paths: Paths, name: str, *options: str, priority: int = 0) -> Path:
         script=PROMPT_GUARD,
     )
     return log
-
-
-def frames(log: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """The frames an extension read, oldest first (of one ``type`` if given)."""
-    if not log.exists():
-        return []
-    read = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return [f for f in read if kind is None or f["type"] == kind]
-
-
-async def wait_for(log: Path, kind: str, count: int = 1) -> list[dict[str, Any]]:
-    with trio.fail_after(WAIT):
-        while len(found := frames(log, kind)) < count:
-            await trio.sleep(0.01)
-    return found
 
 
 def ext_log(paths: Paths, name: str) -> str:

@@ -20,15 +20,13 @@ import pytest
 import trio
 
 from tests.conftest import EXTENSIONS, FAST, StartDaemon, add_extension, add_newer_zot
+from tests.e2e.frame_log import WAIT, frames
 from zotd.client import Client, ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
 from zotd.protocol import extension as ep
 
 CALLER = EXTENSIONS / "caller.py"
-
-#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
-WAIT = 30.0
 
 
 def install_caller(paths: Paths, name: str = "caller", *options: str) -> Path:
@@ -45,13 +43,6 @@ def install_target(paths: Paths, name: str = "nz", *options: str) -> Path:
     log = paths.home / f"{name}.frames"
     add_newer_zot(paths.extensions_dir, name, log, *options)
     return log
-
-
-def frames(log: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    if not log.exists():
-        return []
-    read = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return [f for f in read if kind is None or f["type"] == kind]
 
 
 def results(log: Path) -> dict[str, dict[str, Any]]:

@@ -22,6 +22,7 @@ import pytest
 import trio
 
 from tests.conftest import EXTENSIONS, FAST, StartDaemon, add_extension
+from tests.e2e.frame_log import WAIT, frames, wait_for
 from zotd.client import Client, ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
@@ -31,8 +32,6 @@ INTERACTIVE = EXTENSIONS / "interactive.py"
 #: Short, so that a deadline applied by mistake would end the call long
 #: before the test answers it.
 CONFIG = msgspec.structs.replace(FAST, tool_timeout=1.0)
-#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
-WAIT = 30.0
 
 
 def install(paths: Paths, name: str, *options: str) -> Path:
@@ -40,21 +39,6 @@ def install(paths: Paths, name: str, *options: str) -> Path:
     log = paths.home / f"{name}.frames"
     add_extension(paths.extensions_dir, name, "--log", str(log), *options, script=INTERACTIVE)
     return log
-
-
-def frames(log: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """The frames the extension read, oldest first (of one ``type`` if given)."""
-    if not log.exists():
-        return []
-    read = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return [f for f in read if kind is None or f["type"] == kind]
-
-
-async def wait_for(log: Path, kind: str, count: int = 1) -> list[dict[str, Any]]:
-    with trio.fail_after(WAIT):
-        while len(found := frames(log, kind)) < count:
-            await trio.sleep(0.01)
-    return found
 
 
 async def next_push(zot: Client, kind: type[Any]) -> Any:

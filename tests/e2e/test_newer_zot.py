@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from tests.conftest import FAST, StartDaemon, add_newer_zot
+from tests.e2e.frame_log import WAIT, frames, wait_for
 from zotd.client import Client, ZotdError, connect
 from zotd.model.config import ExtensionSettings
 from zotd.model.paths import Paths
@@ -29,25 +30,6 @@ def install(paths: Paths, name: str, *options: str, priority: int = 0) -> Path:
     log = paths.home / f"{name}.frames"
     add_newer_zot(paths.extensions_dir, name, log, *options, priority=priority)
     return log
-
-
-def frames(log: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """The frames an extension read, oldest first (of one ``type`` if given)."""
-    if not log.exists():
-        return []
-    read = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return [f for f in read if kind is None or f["type"] == kind]
-
-
-#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
-WAIT = 30.0
-
-
-async def wait_for(log: Path, kind: str, count: int = 1) -> list[dict[str, Any]]:
-    with trio.fail_after(WAIT):
-        while len(found := frames(log, kind)) < count:
-            await trio.sleep(0.01)
-    return found
 
 
 async def next_push(zot: Client) -> ap.Push:

@@ -18,13 +18,12 @@ import pytest
 import trio
 
 from tests.conftest import EXTENSIONS, FAST, StartDaemon, add_extension
+from tests.e2e.frame_log import WAIT, frames, wait_for
 from zotd.client import Client, ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
 
 INTERACTIVE = EXTENSIONS / "interactive.py"
-#: The bound of every wait here: a hang guard, generous for a slow or busy machine.
-WAIT = 30.0
 
 
 def install(paths: Paths) -> Path:
@@ -32,21 +31,6 @@ def install(paths: Paths) -> Path:
     log = paths.home / "ix.frames"
     add_extension(paths.extensions_dir, "ix", "--log", str(log), script=INTERACTIVE)
     return log
-
-
-def frames(log: Path, kind: str) -> list[dict[str, Any]]:
-    """The frames of ``type`` ``kind`` the extension read, oldest first."""
-    if not log.exists():
-        return []
-    read = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return [f for f in read if f["type"] == kind]
-
-
-async def wait_for(log: Path, kind: str, count: int = 1) -> list[dict[str, Any]]:
-    with trio.fail_after(WAIT):
-        while len(found := frames(log, kind)) < count:
-            await trio.sleep(0.01)
-    return found
 
 
 async def next_push(zot: Client) -> ap.Push:
