@@ -305,6 +305,9 @@ class Extension:
         if process is None or self._process_exited.is_set():
             if self._process is not None:
                 await self.finished.wait()
+            elif self.state == State.READY:  # one that runs nothing (skills only)
+                self.state = State.EXITED
+                self._host.on_changed(self)
             return
         if not self._winding_down:  # (else already on its way: see _watch_stdout)
             await self._wind_down(process)
