@@ -144,7 +144,7 @@ def test_a_write_that_fails_leaves_the_old_file_and_no_temporary(
     def full(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(env_grants.os, "replace", full)
+    monkeypatch.setattr(os, "replace", full)
     with pytest.raises(GrantsError, match=r"cannot write .*: No space left on device"):
         env_grants.change(tmp_path, "k", ["B"], [])
     assert (tmp_path / env_grants.GRANTS_FILE).read_bytes() == before

@@ -44,6 +44,12 @@ class StubHost:
     def on_changed(self, ext: Extension) -> None:
         self.told.append(f"changed {ext.state}")
 
+    def on_host_call(self, ext: Extension, frame: ep.CallToolRequest | ep.CallToolCancel) -> None:
+        self.told.append("host call")
+
+    def on_one_way(self, ext: Extension, frame: ep.OneWay) -> None:
+        self.told.append("one way")
+
     def on_exit(self, ext: Extension) -> None:
         self.told.append(f"exit {ext.state}")
 
