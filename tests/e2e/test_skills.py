@@ -67,13 +67,15 @@ async def test_a_skills_only_extension_is_ready_never_spawned_and_serves_its_ski
             e = await info(zot, "dev_tools")
             assert (e.state, e.pid, e.exit_code, e.last_error) == ("ready", None, None, "")
             assert (e.commands, e.tools, e.warnings) == ([], [], [])
+            assert e.skills == ["dev-tools:commit", "dev-tools:review"]
             assert await skills_of(zot) == [
                 ("dev-tools:commit", "dev_tools", str(commit), "Write a commit."),
                 ("dev-tools:review", "dev_tools", str(review), "Review: carefully"),
             ]
             # Disabled, it serves none; enabled again, it does.
             await zot.ext_disable("dev_tools")
-            assert (await info(zot, "dev_tools")).state == "disabled"
+            disabled = await info(zot, "dev_tools")
+            assert (disabled.state, disabled.skills) == ("disabled", [])
             assert await zot.list_skills() == []
             await zot.ext_enable("dev_tools")
             assert (await info(zot, "dev_tools")).state == "ready"
@@ -223,3 +225,6 @@ async def test_zot_skills_lists_them(
     listed = await trio.to_thread.run_sync(_zot, paths, project, "ext", "list", "--json")
     [dev] = [e for e in json.loads(listed.stdout) if e["name"] == "Developer"]
     assert (dev["state"], dev["pid"]) == ("ready", None)
+    assert dev["skills"] == ["developer:commit", "developer:esc"]
+    table = await trio.to_thread.run_sync(_zot, paths, project, "ext", "list")
+    assert "skills developer:commit developer:esc" in table.stdout

@@ -65,6 +65,7 @@ def offline_info(f: Found, workspace: str = "") -> ap.ExtensionInfo:
             ap.PassedOver(scope=a.found.scope, dir=str(a.found.dir), why=a.why, reason=a.reason)
             for a in f.passed_over
         ],
+        skills=[s.name for s in f.skills] if state == "stopped" else [],
     )
 
 
@@ -99,6 +100,8 @@ def provides(info: ap.ExtensionInfo) -> str:
         parts.append("on " + " ".join(info.events))
     if info.intercepts:
         parts.append("guards " + " ".join(info.intercepts))
+    if info.skills:
+        parts.append("skills " + " ".join(info.skills))
     return ", ".join(parts) or "-"
 
 

@@ -137,6 +137,8 @@ class ExtensionInfo(msgspec.Struct):
     hint: str = ""
     #: The other copies of this name found and not used (this one is), with why.
     passed_over: list[PassedOver] = []
+    #: The skills it serves (their ``list_skills`` names), from its manifest's ``skills``.
+    skills: list[str] = []
 
 
 class ExtensionsData(msgspec.Struct):

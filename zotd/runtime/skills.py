@@ -13,21 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..protocol import agent as ap
-from .status import State
+from .status import serves_skills
 
 if TYPE_CHECKING:
-    from .extension import Extension
     from .workspace import Workspace
-
-#: States in which an extension serves no skills.
-_SILENT = frozenset({State.DISABLED, State.UNTRUSTED})
-
-
-def serves(ext: Extension) -> bool:
-    """Whether ``ext`` serves its skills now."""
-    found = ext.found
-    enabled = found.manifest is not None and found.manifest.enabled
-    return enabled and not found.error and not found.untrusted and ext.state not in _SILENT
 
 
 def list_skills(ws: Workspace) -> ap.SkillsData:
@@ -36,7 +25,7 @@ def list_skills(ws: Workspace) -> ap.SkillsData:
     skill of one name: the first in discovery's order serves it."""
     out: dict[str, ap.SkillInfo] = {}
     for ext in list(ws.extensions.values()):
-        if not serves(ext):
+        if not serves_skills(ext):
             continue
         for s in ext.found.skills:
             if s.name not in out:

@@ -38,6 +38,17 @@ class State(StrEnum):
 #: States in which the process is alive and takes frames.
 RUNNING = frozenset({State.STARTING, State.READY})
 
+#: States in which an extension serves no skills.
+_NO_SKILLS = frozenset({State.DISABLED, State.UNTRUSTED})
+
+
+def serves_skills(ext: Extension) -> bool:
+    """Whether ``ext`` serves its skills now: sound, enabled and trusted
+    (a crashed process does not take them away)."""
+    found = ext.found
+    enabled = found.manifest is not None and found.manifest.enabled
+    return enabled and not found.error and not found.untrusted and ext.state not in _NO_SKILLS
+
 
 class Host(Protocol):
     """What an extension reports to, and asks of, its workspace."""
@@ -112,4 +123,5 @@ def info(
             PassedOver(scope=a.found.scope, dir=str(a.found.dir), why=a.why, reason=a.reason)
             for a in ext.found.passed_over
         ],
+        skills=[s.name for s in ext.found.skills] if serves_skills(ext) else [],
     )
