@@ -10,7 +10,7 @@ import pytest
 from zotd.model.errors import RequestError
 from zotd.protocol import agent as ap
 from zotd.protocol import extension as ep
-from zotd.runtime.panels import Panels, Target
+from zotd.runtime.panels import MAX_PANELS, Panels, Target
 
 
 class Client:
@@ -279,3 +279,25 @@ def test_opened_on_nobody_nothing_changes() -> None:
     open_panels.open_on("p", "ask", [])
     assert open_panels.owners("p", "ask") == [a]
     assert a.got == ext.sent == []
+
+
+def test_past_max_panels_the_oldest_closes() -> None:
+    ext, a = Ext("p"), Client()
+    open_panels = panels(ext)
+    for n in range(MAX_PANELS + 1):
+        open_panels.open("p", f"p{n}", a)
+    # The oldest went, as if the extension had closed it: its owner and the
+    # extension are told, and its log says why; the newest is open.
+    assert a.got == [
+        {"type": "panel_close", "extension": "p", "panel_id": "p0", "reason": "extension"}
+    ]
+    assert ext.sent == [{"type": "panel_close", "panel_id": "p0"}]
+    assert ext.notes == [f"closed panel 'p0': more than {MAX_PANELS} panels open at once"]
+    assert open_panels.owners("p", "p0") == []
+    assert open_panels.owners("p", f"p{MAX_PANELS}") == [a]
+    # Opening one that is open again makes no room.
+    open_panels.open("p", "p1", a)
+    assert len(ext.sent) == 1
+    # Another extension's panels are its own.
+    open_panels.open("q", "x", a)
+    assert len(ext.sent) == 1

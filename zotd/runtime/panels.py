@@ -30,6 +30,11 @@ from ..protocol import extension as ep
 #: (extension name, panel id).
 Key = tuple[str, str]
 
+#: Panels one extension may have open at once; opening one more closes its
+#: oldest (as if the extension had closed it), so that an extension opening
+#: panel after panel that nobody closes costs bounded memory.
+MAX_PANELS = 64
+
 
 class Subscriber(Protocol):
     """A client connection that takes push frames."""
@@ -86,6 +91,8 @@ class Panels:
         for before in self._owners.get(key, ()):
             if before not in owners:
                 before.deliver(ap.encode(ap.PanelClosePush(extension, panel_id, reason="moved")))
+        if key not in self._owners:
+            self._make_room(extension)
         self._owners[key] = owners
 
     def show(self, extension: str, panel: ep.PanelSpec, clients: Sequence[Subscriber]) -> None:
@@ -178,6 +185,17 @@ class Panels:
                 ap.ErrorCode.EXTENSION_FAILED,
                 f"extension {key[0]!r} is not taking input (not running, or not reading it)",
             )
+
+    def _make_room(self, extension: str) -> None:
+        """Closes the extension's oldest panel if it has :data:`MAX_PANELS` open."""
+        mine = [key for key in self._owners if key[0] == extension]
+        if len(mine) >= MAX_PANELS:
+            oldest = mine[0]
+            self._closed(oldest, "extension")
+            self._tell_extension(oldest)
+            ext = self._extensions.get(extension)
+            if ext is not None:
+                ext.note(f"closed panel {oldest[1]!r}: more than {MAX_PANELS} panels open at once")
 
     def _closed(self, key: Key, reason: str) -> None:
         """Forgets an open panel and tells each of its owners why."""
