@@ -25,6 +25,7 @@ import trio
 
 from tests.conftest import EXTENSIONS, StartDaemon, add_extension
 from tests.e2e.frame_log import WAIT, frames, wait_for
+from tests.e2e.test_examples import run_zot, user_env
 from zotd.client import Client, ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
@@ -330,6 +331,13 @@ async def test_tool_metadata_is_kept_and_listed(
     assert (listed["todo_ask"]["interactive"], listed["todo_ask"]["replay"]) == (True, "safe")
     # What a tool did not say is left out.
     assert set(listed["todo_render"]) == {"name", "description", "schema", "extension"}
+    # `zot tools` says what the model sees of each.
+    ran = await run_zot(["tools"], cwd=project, env=user_env(paths))
+    rows = {line.split()[0]: line for line in ran.out.splitlines()}
+    assert (ran.code, ran.err) == (0, "")
+    assert rows["todo_archive"].endswith("(todo-panel; deferred)")
+    assert rows["todo_ask"].endswith("(todo-panel; interactive)")
+    assert rows["todo_render"].endswith("(todo-panel)")
 
 
 async def test_unknown_exposure_skips_the_tool_and_unknown_replay_is_never(

@@ -83,7 +83,9 @@ def commands(*, opts: Options | None = None, where: Where | None = None) -> int:
 
 @app.command
 def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
-    """List the tools the workspace's extensions offer the model (by name).
+    """List the tools the workspace's extensions offer the model (by name),
+    each with its extension, and whether it is deferred, interactive or not
+    exposed directly (current zot's tool metadata; `--json` has all of it).
 
     Tools an extension registered but another holds are listed after them,
     on stderr, with who holds each and why.
@@ -99,11 +101,20 @@ def tools(*, opts: Options | None = None, where: Where | None = None) -> int:
         if not found:
             print("no tools (no extension registered one)")
         else:
-            print(table([_cells(t.name, t.description, f"({t.extension})") for t in found]))
+            print(table([_cells(t.name, t.description, _whose(t)) for t in found]))
         _print_hidden(reply.shadowed, "")
         return 0
 
     return with_client(o, where, body)
+
+
+def _whose(tool: ap.ToolInfo) -> str:
+    """``(weather)``, with what its metadata says the model sees of it:
+    ``(mcp; deferred, interactive, codemode)``."""
+    flags = [f for f, on in (("deferred", tool.deferred), ("interactive", tool.interactive)) if on]
+    if tool.exposure and tool.exposure != "direct":
+        flags.append(tool.exposure)
+    return f"({tool.extension}; {', '.join(flags)})" if flags else f"({tool.extension})"
 
 
 def _cells(*cells: str) -> list[str]:
