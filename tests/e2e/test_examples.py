@@ -504,6 +504,51 @@ async def test_todo_board_fits_a_narrow_panel_and_deletes(user: User) -> None:
     }
 
 
+# --- ask ------------------------------------------------------------------------------
+
+ASK_KEYS = "up/down move, enter answers, esc skips"
+
+
+async def test_ask_waits_for_the_user_in_a_panel(user: User) -> None:
+    assert await user.install("ask") == installed(user, "ask", "ask_user")
+    question = {"question": "Deploy?", "choices": ["yes", "no", "later"]}
+    # An agent that cannot show panels: an error result at once.
+    ran = await user.zot("call", "ask_user", json.dumps(question))
+    assert ran == Ran(
+        1,
+        "",
+        "tool 'ask_user' is interactive: interactive extension tools require an interactive "
+        "host (an agent whose hello lists the `interactive` capability)\n",
+    )
+    async with connect(user.paths.socket, cwd=user.project, capabilities=["interactive"]) as zot:
+        async with trio.open_nursery() as nursery:
+            answers: list[ap.CallData] = []
+
+            async def ask() -> None:
+                answers.append(await zot.call_tool("ask_user", question))
+
+            nursery.start_soon(ask)
+            opened = await next_push(zot)
+            assert opened == ap.OpenPanelPush(
+                "ask",
+                PanelSpec(
+                    id="ask", title="Deploy?", lines=["> yes", "  no", "  later"], footer=ASK_KEYS
+                ),
+            )
+            await zot.panel_key("ask", "down")
+            drawn = await next_push(zot)
+            assert isinstance(drawn, ap.PanelRenderPush) and drawn.lines == [
+                "  yes",
+                "> no",
+                "  later",
+            ]
+            await zot.panel_key("ask", "enter")
+        # Answered: the panel closed with the handler.
+        assert await next_push(zot) == ap.PanelClosePush("ask", "ask", reason="extension")
+    (answer,) = answers
+    assert (texts(answer.content), answer.is_error) == (["The user answered: no"], False)
+
+
 # --- clock-sh: the raw protocol in POSIX shell ---------------------------------------
 
 needs_jq = pytest.mark.skipif(shutil.which("jq") is None, reason="clock-sh needs jq")
@@ -592,7 +637,7 @@ async def test_clock_sh_speaks_the_protocol_and_ignores_what_it_does_not_know() 
 
 
 async def test_every_example_is_tested() -> None:
-    tested = {"hello", "weather", "guard", "clock", "todo", "clock-sh"}
+    tested = {"hello", "weather", "guard", "clock", "todo", "clock-sh", "ask"}
     assert {p.name for p in EXAMPLES.iterdir() if p.is_dir()} - {"hello-py"} == tested
     for name in tested:
         manifest = json.loads((EXAMPLES / name / "extension.json").read_text())
