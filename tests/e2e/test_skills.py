@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +18,12 @@ import msgspec
 import trio
 
 from tests.conftest import FAST, StartDaemon, add_extension
+from tests.e2e.test_examples import run_zot, user_env
 from zotd.client import Client, connect
 from zotd.model.discovery import project_dir
 from zotd.model.paths import Paths
 from zotd.protocol.agent import ExtensionInfo
 from zotd.protocol.extension import TextBlock
-
-ZOT = Path(sys.executable).parent / "zot"
 
 #: The hang guard of each test.
 GUARD = 30.0
@@ -179,26 +176,6 @@ async def test_an_untrusted_project_copy_serves_no_skills_until_trusted(
     assert "started pid" not in paths.extension_log("local-skills").read_text()
 
 
-def _zot(paths: Paths, project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZOTD_")}
-    env.update(
-        ZOT_HOME=str(paths.home),
-        ZOTD_SOCKET=str(paths.socket),
-        ZOTD_CONFIG=str(paths.config_file),
-        ZOTD_NO_AUTOSTART="1",
-    )
-    return subprocess.run(
-        [str(ZOT), *args],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=GUARD,
-        check=False,
-    )
-
-
 async def test_zot_skills_lists_them(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
@@ -206,25 +183,25 @@ async def test_zot_skills_lists_them(
     commit = write_skill(ext / "skills" / "commit", "description: Write a commit.")
     write_skill(ext / "skills" / "esc", "description: bell \x07 here")  # shown escaped
     await start_daemon()
-    text = await trio.to_thread.run_sync(_zot, paths, project, "skills")
-    assert (text.returncode, text.stderr) == (0, "")
-    assert text.stdout.splitlines() == [
+    text = await run_zot(["skills"], cwd=project, env=user_env(paths))
+    assert (text.code, text.err) == (0, "")
+    assert text.out.splitlines() == [
         "developer:commit  Write a commit.  (Developer)",
         "developer:esc     bell \\x07 here   (Developer)",
     ]
-    with_paths = await trio.to_thread.run_sync(_zot, paths, project, "skills", "--paths")
-    assert with_paths.stdout.splitlines()[0].split("  ")[-1] == str(commit)
-    raw = await trio.to_thread.run_sync(_zot, paths, project, "skills", "--json")
-    assert raw.returncode == 0
-    assert json.loads(raw.stdout)[0] == {
+    with_paths = await run_zot(["skills", "--paths"], cwd=project, env=user_env(paths))
+    assert with_paths.out.splitlines()[0].split("  ")[-1] == str(commit)
+    raw = await run_zot(["skills", "--json"], cwd=project, env=user_env(paths))
+    assert raw.code == 0
+    assert json.loads(raw.out)[0] == {
         "name": "developer:commit",
         "extension": "Developer",
         "path": str(commit),
         "description": "Write a commit.",
     }
-    listed = await trio.to_thread.run_sync(_zot, paths, project, "ext", "list", "--json")
-    [dev] = [e for e in json.loads(listed.stdout) if e["name"] == "Developer"]
+    listed = await run_zot(["ext", "list", "--json"], cwd=project, env=user_env(paths))
+    [dev] = [e for e in json.loads(listed.out) if e["name"] == "Developer"]
     assert (dev["state"], dev["pid"]) == ("ready", None)
     assert dev["skills"] == ["developer:commit", "developer:esc"]
-    table = await trio.to_thread.run_sync(_zot, paths, project, "ext", "list")
-    assert "skills developer:commit developer:esc" in table.stdout
+    table = await run_zot(["ext", "list"], cwd=project, env=user_env(paths))
+    assert "skills developer:commit developer:esc" in table.out

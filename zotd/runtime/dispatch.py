@@ -27,7 +27,6 @@ from ..model.errors import RequestError
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from . import admin, skills
-from .callers import INTERACTIVE, Caller
 from .hub import Hub
 from .workspace import Workspace
 
@@ -52,8 +51,6 @@ class Connection(Protocol):
     subscribed: bool
     #: What its ``hello`` said it can do (``interactive``, ``host_tools``).
     capabilities: frozenset[str]
-    #: Who its tool calls are for.
-    caller: Caller
 
     def push(self, frame: bytes) -> None:
         """Queues an encoded push frame if the client subscribed; never blocks."""
@@ -133,7 +130,6 @@ async def _hello(conn: Connection, req: ap.Hello, line: bytes) -> ap.HelloData:
     if hub.shutting_down:
         raise RequestError(Code.SHUTTING_DOWN, "zotd is shutting down")
     conn.capabilities = frozenset(req.capabilities)
-    conn.caller = Caller(conn, INTERACTIVE in conn.capabilities)
     if not req.attach:
         conn.authenticated = True
         return ap.HelloData(AGENT_PROTOCOL_VERSION, __version__, None, os.getpid())

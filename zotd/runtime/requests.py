@@ -213,9 +213,12 @@ class Requests:
             # (an extension's call: within its own deadline, as in zot)
         served = Served(name, caller)
 
-        def on_reply(outcome: ep.ToolResult | RequestError) -> None:
+        def served_no_more() -> None:  # (once: whichever of the two comes first)
             if ext.serving.pop(rid, None) is not None:
                 served.end()
+
+        def on_reply(outcome: ep.ToolResult | RequestError) -> None:
+            served_no_more()
             if not isinstance(outcome, RequestError):
                 done(_call_data(ext.name, outcome))
             elif outcome.code == ap.ErrorCode.TIMEOUT:
@@ -235,8 +238,7 @@ class Requests:
         ext.serving[rid] = served
 
         def withdraw() -> None:
-            if ext.serving.pop(rid, None) is not None:
-                served.end()
+            served_no_more()
             ext.withdraw(rid)
 
         return withdraw

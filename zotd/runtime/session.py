@@ -37,7 +37,7 @@ from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
-from .callers import Caller
+from .callers import INTERACTIVE, Caller
 from .dispatch import CANCELLABLE, dispatch, refusal
 from .gatekeeper import CLOSE_GRACE, Gatekeeper
 from .hangup import watch_hangup
@@ -82,8 +82,6 @@ class ClientSession:
         self.subscribed = False
         #: What its ``hello`` said it can do (``interactive``, ``host_tools``).
         self.capabilities: frozenset[str] = frozenset()
-        #: Who its tool calls are for (made again by ``hello``).
-        self.caller = Caller(self)
         self.dropped = 0
         self.done = trio.Event()
         self._stream = stream
@@ -335,7 +333,7 @@ class ClientSession:
                 done,
                 alone=alone,
                 progress=progress,
-                caller=Caller(self, self.caller.interactive, request_id=req.id),
+                caller=Caller(self, INTERACTIVE in self.capabilities, request_id=req.id),
             )
             if key in self._calls:  # (not answered at once)
                 self._calls[key] = (req.id, withdraw)
