@@ -262,7 +262,7 @@ def test_bad_restart_policy_of_one_extension_names_it(tmp_path: Path) -> None:
         ),
         (
             "[extensions.weather]\ncolour = 'red'\n",
-            "unknown field `extensions.weather.colour`; the known ones are restart, priority, env_passthrough",
+            "unknown field `extensions.weather.colour`; the known ones are restart, priority, env_passthrough, scope, lazy, idle_stop",
         ),
     ],
 )

@@ -73,6 +73,7 @@ def test_states_keep_their_wire_values() -> None:
         "stopping",
         "untrusted",
         "restarting",
+        "sleeping",
         "exited",
         "failed",
         "disabled",

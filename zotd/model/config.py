@@ -90,8 +90,18 @@ class ExtensionSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True
     #: Variables of the daemon's environment it may see, on top of the
     #: allowlist and its manifest's ``env_passthrough`` (an API key, say).
     env_passthrough: list[str] = []
+    #: ``workspace`` or ``shared``: overrides the manifest's ``scope``.
+    scope: str | None = None
+    #: Overrides the manifest's ``lazy``.
+    lazy: bool | None = None
+    #: Overrides the manifest's ``idle_stop`` (seconds; 0 never).
+    idle_stop: float | None = None
 
     def __post_init__(self) -> None:
+        if self.scope is not None and self.scope not in ("workspace", "shared"):
+            raise ValueError(f"scope is {self.scope!r}: use 'workspace' or 'shared'")
+        if self.idle_stop is not None and self.idle_stop < 0:
+            raise ValueError("idle_stop must be 0 (never) or a number of seconds")
         for i, name in enumerate(self.env_passthrough):
             if not _VARIABLE.fullmatch(name):
                 raise ValueError(
@@ -179,6 +189,30 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
         if settings is not None and settings.priority is not None:
             return settings.priority
         return manifest_priority
+
+    def sharing_for(self, name: str, manifest_sharing: str) -> str:
+        """``workspace`` or ``shared`` for extension ``name``: its
+        ``[extensions.<name>] scope``, else what its manifest gives
+        (:func:`~zotd.model.manifest.sharing_of`)."""
+        settings = self.extensions.get(name)
+        if settings is not None and settings.scope is not None:
+            return settings.scope
+        return manifest_sharing
+
+    def lazy_for(self, name: str, manifest_lazy: bool) -> bool:
+        """Whether extension ``name`` starts on its first use: its setting, else its manifest's."""
+        settings = self.extensions.get(name)
+        if settings is not None and settings.lazy is not None:
+            return settings.lazy
+        return manifest_lazy
+
+    def idle_stop_for(self, name: str, manifest_idle_stop: float) -> float:
+        """Seconds without work before extension ``name`` is put to sleep (0
+        never): its setting, else its manifest's."""
+        settings = self.extensions.get(name)
+        if settings is not None and settings.idle_stop is not None:
+            return settings.idle_stop
+        return manifest_idle_stop
 
     def restart_for(self, name: str) -> RestartPolicy:
         """The restart policy of extension ``name``: ``[restart]`` with its overrides."""

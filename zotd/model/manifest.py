@@ -56,12 +56,46 @@ class Scope(StrEnum):
     GLOBAL = "global"
 
 
+class Kind(StrEnum):
+    """What an extension speaks (manifest ``kind``)."""
+
+    #: zot's extension protocol (NDJSON frames on stdin/stdout).
+    ZOT = "zot"
+    #: An MCP server: zotd is its MCP client (over its stdio, or ``url``).
+    MCP = "mcp"
+
+
+class Sharing(StrEnum):
+    """How many processes of an extension run (manifest ``scope``)."""
+
+    #: One per project directory (the workspace is its cwd).
+    WORKSPACE = "workspace"
+    #: One for every workspace and agent of the daemon.
+    SHARED = "shared"
+
+
 class Manifest(msgspec.Struct, kw_only=True):
     """The fields of ``extension.json`` (reference, "Layout & discovery")."""
 
     name: str
-    #: The program to run; "" for an extension that only ships skills or a theme.
+    #: What it speaks: ``zot`` (the default) or ``mcp`` (an MCP server).
+    kind: str = Kind.ZOT
+    #: The program to run; "" for an extension that only ships skills or a
+    #: theme, or an MCP server reached at ``url``.
     exec: str = ""
+    #: An MCP server's streamable-HTTP endpoint (``kind: mcp`` without ``exec``).
+    url: str = ""
+    #: HTTP headers sent to ``url`` (an ``Authorization`` header, say).
+    headers: dict[str, str] = {}
+    #: ``workspace`` or ``shared`` (see :class:`Sharing`); "" for the default:
+    #: ``shared`` for an MCP server that is not project-local, else ``workspace``.
+    scope: str = ""
+    #: Started on its first use, with its registrations listed from its last
+    #: run until then (zotd's; ``[extensions.<name>] lazy`` overrides it).
+    lazy: bool = False
+    #: Seconds without work after which it is stopped, and listed as
+    #: ``sleeping`` until its next use; 0 never (zotd's).
+    idle_stop: float = 0.0
     version: str = ""
     args: list[str] = []
     language: str = ""
@@ -124,6 +158,8 @@ class Found:
     warnings: list[str] = field(default_factory=list)
     #: The skills it serves (manifest ``skills``, read at discovery).
     skills: list[sk.Skill] = field(default_factory=list)
+    #: How many processes of it run (a :class:`Sharing` value, see :func:`sharing_of`).
+    sharing: str = Sharing.WORKSPACE
     #: The other copies of this name that discovery found and does not use,
     #: and why (see :func:`~.discovery.discover`). Not part of the
     #: comparison: a copy not used changing does not change this one.
@@ -175,11 +211,57 @@ def read_manifest_with_warnings(directory: Path) -> tuple[Manifest, list[str]]:
     except msgspec.DecodeError as exc:
         raise ManifestError(f"{path}: invalid JSON: {exc}") from None
     check_name(manifest.name)
-    if not manifest.exec and not manifest.skills and not has_theme(directory):
+    check_kind(manifest, path)
+    if manifest.kind == Kind.MCP:
+        pass  # an MCP server needs `exec` or `url` (check_kind), nothing else
+    elif not manifest.exec and not manifest.skills and not has_theme(directory):
         raise ManifestError(
             f"{path}: `exec` or `skills` is required (or a theme: {' or '.join(THEME_FILES)})"
         )
     return manifest, unknown_key_warnings(data)
+
+
+def check_kind(manifest: Manifest, path: Path | str) -> None:
+    """Checks ``kind``, ``url``, ``scope`` and ``idle_stop`` of a manifest read from ``path``.
+
+    Raises:
+        ManifestError: an unknown ``kind`` or ``scope``; an MCP server with
+            neither or both of ``exec`` and ``url``; ``url`` on a zot
+            extension, or not ``http(s)://``; a negative ``idle_stop``.
+    """
+    if manifest.kind not in tuple(Kind):
+        raise ManifestError(f"{path}: unknown kind {manifest.kind!r} (use 'zot' or 'mcp')")
+    if manifest.scope and manifest.scope not in tuple(Sharing):
+        raise ManifestError(
+            f"{path}: unknown scope {manifest.scope!r} (use 'workspace' or 'shared')"
+        )
+    if manifest.idle_stop < 0:
+        raise ManifestError(f"{path}: `idle_stop` must be 0 (never) or a number of seconds")
+    if manifest.url and manifest.kind != Kind.MCP:
+        raise ManifestError(f'{path}: `url` is for MCP servers only (add "kind": "mcp")')
+    if manifest.kind == Kind.MCP:
+        if not manifest.exec and not manifest.url:
+            raise ManifestError(
+                f"{path}: an MCP server needs `exec` (a program zotd runs) or `url` "
+                "(its streamable-HTTP endpoint)"
+            )
+        if manifest.exec and manifest.url:
+            raise ManifestError(f"{path}: an MCP server has `exec` or `url`, not both")
+        if manifest.url and not manifest.url.startswith(("http://", "https://")):
+            raise ManifestError(f"{path}: `url` must start with http:// or https://")
+
+
+def sharing_of(manifest: Manifest | None, scope: str) -> Sharing:
+    """How many processes of an extension found in ``scope`` (a :class:`Scope`)
+    run: its manifest's ``scope``, else ``shared`` for an MCP server that is
+    not project-local, else ``workspace``."""
+    if manifest is None:
+        return Sharing.WORKSPACE
+    if manifest.scope:
+        return Sharing(manifest.scope)
+    if manifest.kind == Kind.MCP and scope != Scope.PROJECT:
+        return Sharing.SHARED
+    return Sharing.WORKSPACE
 
 
 def has_theme(directory: Path) -> bool:
@@ -254,7 +336,12 @@ def load(directory: Path, scope: str, path_env: str | None = None) -> Found:
     except ManifestError as exc:
         return Found(name=directory.name, dir=directory, scope=scope, error=str(exc))
     found = Found(
-        name=manifest.name, dir=directory, scope=scope, manifest=manifest, warnings=warnings
+        name=manifest.name,
+        dir=directory,
+        scope=scope,
+        manifest=manifest,
+        warnings=warnings,
+        sharing=sharing_of(manifest, scope),
     )
     try:
         sources = sk.plan(directory, manifest.skills)
@@ -276,7 +363,13 @@ def load(directory: Path, scope: str, path_env: str | None = None) -> Found:
 def runs_nothing(found: Found) -> bool:
     """Whether ``found`` is sound and names no program: it only ships skills
     (or a theme), and is ready without a process."""
-    return not found.error and found.manifest is not None and not found.manifest.exec
+    manifest = found.manifest
+    return not found.error and manifest is not None and not manifest.exec and not manifest.url
+
+
+def kind_of(found: Found) -> str:
+    """What ``found`` speaks (a :class:`Kind` value; ``zot`` if its manifest is broken)."""
+    return found.manifest.kind if found.manifest is not None else Kind.ZOT
 
 
 def on_path(manifest: Manifest, directory: Path, exe: str, path_env: str | None = None) -> bool:

@@ -296,4 +296,6 @@ def _tool_info(tool: Tool) -> ToolInfo:
     info.deferred = meta.deferred
     info.interactive = meta.interactive
     info.replay = meta.replay
+    info.title = meta.title
+    info.annotations = meta.annotations
     return info

@@ -81,6 +81,10 @@ class ToolInfo(msgspec.Struct, omit_defaults=True):
     deferred: bool = False
     interactive: bool = False
     replay: str = ""
+    #: An MCP server's: its tool's display title, and its annotations
+    #: (``readOnlyHint``, ``destructiveHint``, ...), as the server gave them.
+    title: str = ""
+    annotations: Any = msgspec.UNSET
 
 
 class HelloData(msgspec.Struct, gc=False):
@@ -139,6 +143,13 @@ class ExtensionInfo(msgspec.Struct):
     passed_over: list[PassedOver] = []
     #: The skills it serves (their ``list_skills`` names), from its manifest's ``skills``.
     skills: list[str] = []
+    #: What it speaks: ``zot`` or ``mcp`` (an MCP server zotd is the client of).
+    kind: str = "zot"
+    #: ``workspace`` (one process per project directory) or ``shared`` (one
+    #: for the whole daemon).
+    sharing: str = "workspace"
+    #: How many workspaces use this process (1 unless ``shared``).
+    workspaces: int = 1
 
 
 class ExtensionsData(msgspec.Struct):

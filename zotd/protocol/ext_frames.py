@@ -50,6 +50,10 @@ class RegisterTool(Frame, tag="register_tool"):
     deferred: bool = False
     interactive: bool = False
     replay: str = ""
+    #: zotd's, for MCP servers' tools: a display title, and MCP's tool
+    #: annotations (a JSON object), kept and shown in ``list_tools``.
+    title: str = ""
+    annotations: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
 class Ready(Frame, tag="ready"):

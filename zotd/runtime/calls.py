@@ -26,19 +26,18 @@ An extension that stops reading its stdin costs bounded memory:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from ..model.errors import RequestError, extension_failed
 from ..protocol import extension as ep
+from .link import R
 from .pending import PendingTable, Slot
 from .streams import Outbox
 
 if TYPE_CHECKING:
     from .extension import Extension
-
-R = TypeVar("R", ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
 
 
 class Calls:

@@ -26,24 +26,29 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
-from ..model.manifest import Found, runs_nothing
+from ..model.manifest import Found, Kind, kind_of, runs_nothing
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
 from . import status, stopping
 from .callers import Served
-from .calls import Calls, R
+from .calls import Calls
 from .extension_log import ExtensionLog
 from .inbox import Inbox
+from .link import Link, R
 from .outcome import Outcome
 from .process import Process, Spawner
 from .status import RUNNING, Host, State
+
+if TYPE_CHECKING:
+    from .mcp_link import McpLink
 
 __all__ = ["DRAIN_TIMEOUT", "NOISE_PER_SECOND", "RUNNING", "Extension", "Host", "State"]
 
@@ -116,6 +121,11 @@ class Extension:
         #: Replies that came for no pending request (after a ``cancel``, or
         #: after the host stopped waiting): dropped, and counted here.
         self.late_replies = 0
+        #: What this run registered, in order (for a shared extension's new
+        #: workspaces, and a lazy one's cache).
+        self.registrations: list[ep.RegisterCommand | ep.RegisterTool] = []
+        #: How many workspaces use this process (1 unless it is shared).
+        self.workspaces = 1
         #: Set once the extension is ready, has failed, exited or is disabled, or
         #: its ready grace has passed (an agent's ``hello`` waits for this).
         self.settled = trio.Event()
@@ -128,8 +138,18 @@ class Extension:
         #: A stop's code, and why zotd failed the run itself: how it ended.
         self._outcome = Outcome()
         self._winding_down = False
-        #: The requests it is sent, and its stdin.
-        self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
+        #: The requests it is sent: down its stdin (zot's protocol), or as
+        #: an MCP client's requests (an MCP server: :mod:`.mcp_calls`).
+        self._calls: Link
+        #: An MCP server's client session (:mod:`.mcp_link`), else ``None``.
+        self._mcp: McpLink | None = None
+        if kind_of(found) == Kind.MCP:
+            from .mcp_link import McpLink  # (imports the `mcp` package: only when needed)
+
+            self._mcp = McpLink(self, host=host, config=config)
+            self._calls = self._mcp.calls
+        else:
+            self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
         #: Its stdout's reader and its handshake; made when the process starts.
         self._inbox: Inbox | None = None
 
@@ -165,6 +185,12 @@ class Extension:
             if runs_nothing(self.found):  # skills (or a theme) only: ready, never spawned
                 self.note("ready: no process to start (it ships skills or a theme only)")
                 self._mark_ready()
+                return
+            if self._mcp is not None and self._mcp.remote:  # an MCP server at a url
+                await self.log.rotate()
+                self.started_at = trio.current_time()
+                self._host.on_changed(self)
+                await self._mcp.run_remote()
                 return
             try:
                 await self.log.rotate()  # before the child appends to it
@@ -213,22 +239,13 @@ class Extension:
         propagates. Its stdout is closed either way.
         """
         config = self._config
-        outbox = self._calls.open(process.stdin)
-        inbox = self._inbox = Inbox(
-            self,
-            host=self._host,
-            pending=self._calls.pending,
-            config=config,
-            spawned=trio.current_time(),
-            on_ready=self._mark_ready,
-            on_refuse=self._refuse,
-        )
+        reader_done = trio.Event()
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._calls.write, outbox)
-                reader_done = trio.Event()
-                nursery.start_soon(inbox.run, process.stdout, reader_done)
-                nursery.start_soon(inbox.keep_time)
+                if self._mcp is not None:  # its MCP client session reads and writes
+                    nursery.start_soon(self._mcp.run, process.stdin, process.stdout, reader_done)
+                else:
+                    self._open_pipes(nursery, process, reader_done)
                 nursery.start_soon(self.log.watch)
                 nursery.start_soon(self._calls.pending.expire)
                 nursery.start_soon(self._watch_stdout, process, reader_done)
@@ -243,6 +260,24 @@ class Extension:
             self._process_exited.set()
             with trio.CancelScope(shield=True):
                 await process.stdout.aclose()  # now, not whenever the GC gets to it
+
+    def _open_pipes(self, nursery: trio.Nursery, process: Process, reader_done: trio.Event) -> None:
+        """Starts zot's protocol on the process's pipes: the stdin writer, the
+        inbox (its stdout's reader and the handshake) and its deadlines."""
+        assert isinstance(self._calls, Calls)
+        outbox = self._calls.open(process.stdin)
+        inbox = self._inbox = Inbox(
+            self,
+            host=self._host,
+            pending=self._calls.pending,
+            config=self._config,
+            spawned=trio.current_time(),
+            on_ready=self._mark_ready,
+            on_refuse=self._refuse,
+        )
+        nursery.start_soon(self._calls.write, outbox)
+        nursery.start_soon(inbox.run, process.stdout, reader_done)
+        nursery.start_soon(inbox.keep_time)
 
     async def _watch_stdout(self, process: Process, reader_done: trio.Event) -> None:
         """Fails and stops the process if its stdout ends and it stays alive
@@ -301,6 +336,10 @@ class Extension:
         if self._outcome.stop_code is None:
             self._outcome.stop_code = code
         self.stop_requested.set()
+        if self._mcp is not None and self._mcp.remote:  # no process: its connection
+            self._mcp.close()
+            await self.finished.wait()
+            return
         process = self._process
         if process is None or self._process_exited.is_set():
             if self._process is not None:

@@ -30,6 +30,9 @@ class State(StrEnum):
     UNTRUSTED = "untrusted"
     #: Ended on its own; waiting out its backoff before a restart.
     RESTARTING = "restarting"
+    #: Lazy (zotd's): not running; its registrations are listed from its
+    #: last run, and its first use starts it.
+    SLEEPING = "sleeping"
     EXITED = "exited"
     FAILED = "failed"
     DISABLED = "disabled"
@@ -124,4 +127,7 @@ def info(
             for a in ext.found.passed_over
         ],
         skills=[s.name for s in ext.found.skills] if serves_skills(ext) else [],
+        kind=m.kind if m else "zot",
+        sharing=ext.found.sharing,
+        workspaces=ext.workspaces,
     )
