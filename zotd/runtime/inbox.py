@@ -169,11 +169,13 @@ class Inbox:
             if self._noisy():  # a flood of redraws slows the flooder alone
                 self._host.on_panel(self._ext, frame)
         elif isinstance(frame, ep.RegisterCommand):
+            self._ext.registrations.append(frame)
             self._report_shadow(self._host.on_register_command(self._ext, frame))
         elif isinstance(frame, ep.RegisterTool):
             if not is_json_object(frame.schema):
                 self._ext.note(f"tool {frame.name!r} refused: `schema` must be a JSON object")
                 return
+            self._ext.registrations.append(frame)
             self._report_shadow(self._host.on_register_tool(self._ext, frame))
         elif isinstance(frame, ep.Subscribe):
             self._subscribe(frame)
