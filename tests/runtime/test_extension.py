@@ -41,6 +41,9 @@ class StubHost:
     def on_panel(self, ext: Extension, frame: ep.PanelRender | ep.PanelClose) -> None:
         self.told.append("panel")
 
+    def on_reregister(self, ext: Extension) -> None:
+        pass
+
     def on_changed(self, ext: Extension) -> None:
         self.told.append(f"changed {ext.state}")
 

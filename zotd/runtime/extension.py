@@ -309,7 +309,8 @@ class Extension:
         )
         if line is not None:
             self.note(line)
-        error = self._outcome.unanswered(self.name, code)
+        stderr = self.log.stderr_tail() if self._calls.pending and spawned else []
+        error = self._outcome.unanswered(self.name, code, stderr)
         if self._inbox is not None and self._inbox.noise.dropped:
             self.note(
                 f"dropped {self._inbox.noise.dropped} notify frames and bad lines "

@@ -116,6 +116,18 @@ class ExtensionLog:
         """
         return logfiles.tail(self.path, LOG_TAIL_LINES)
 
+    def stderr_tail(self, lines: int = 3) -> list[str]:
+        """The last ``lines`` lines its process wrote to stderr in its last
+        run: the log's tail after zotd's last ``started pid`` line, without
+        zotd's own lines. Inline, as :meth:`tail`."""
+        tail = logfiles.tail(self.path, 40)
+        for i in range(len(tail) - 1, -1, -1):
+            if tail[i].startswith("[zotd ") and "] started pid " in tail[i]:
+                tail = tail[i + 1 :]
+                break
+        own = [line for line in tail if line.strip() and not line.startswith("[zotd ")]
+        return [line[:300] for line in own[-lines:]]
+
     def open_for_child(self) -> int:
         """An ``O_APPEND`` descriptor for the child's stderr (the caller closes it).
 

@@ -12,6 +12,8 @@ synchronous code: the supervisor passes in what it saw.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..model.errors import RequestError
 from ..model.restart import describe_exit
 from ..protocol.agent import ErrorCode
@@ -52,13 +54,16 @@ class Outcome:
             return State.EXITED, last_error, end
         return State.FAILED, last_error or end, end
 
-    def unanswered(self, name: str, exit_code: int | None) -> RequestError:
+    def unanswered(
+        self, name: str, exit_code: int | None, stderr: Sequence[str] = ()
+    ) -> RequestError:
         """The error the requests still pending when the run ended fail with:
-        the stop's code if it was asked to stop, else ``extension_failed``."""
-        return RequestError(
-            self.stop_code or ErrorCode.EXTENSION_FAILED,
-            f"extension {name!r} {describe_exit(exit_code)} before replying",
-        )
+        the stop's code if it was asked to stop, else ``extension_failed``,
+        with the last lines of its ``stderr`` if it was not asked to stop."""
+        message = f"extension {name!r} {describe_exit(exit_code)} before replying"
+        if stderr and self.stop_code is None:
+            message += "; its stderr ends: " + " | ".join(stderr)
+        return RequestError(self.stop_code or ErrorCode.EXTENSION_FAILED, message)
 
     def crash(self, exit_code: int | None, *, spawned: bool) -> str | None:
         """Why a run that ended unasked and unrefused counts as a crash:

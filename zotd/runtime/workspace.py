@@ -403,6 +403,10 @@ class Workspace(Requests):
             self.registry.remove(ext.name)  # no new calls to what is going away
         self._states.changed(ext)
 
+    def on_reregister(self, ext: Extension) -> None:
+        self.registry.remove(ext.name)
+        self.registry.begin(ext.name)
+
     def on_exit(self, ext: Extension) -> None:
         self.registry.remove(ext.name)
         self.panels.extension_stopped(ext.name)
