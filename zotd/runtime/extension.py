@@ -22,6 +22,7 @@ its requests fail and it is stopped (and restarted, as a crash is).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -143,13 +144,18 @@ class Extension:
         self._calls: Link
         #: An MCP server's client session (:mod:`.mcp_link`), else ``None``.
         self._mcp: McpLink | None = None
-        if kind_of(found) == Kind.MCP:
-            from .mcp_link import McpLink  # (imports the `mcp` package: only when needed)
-
-            self._mcp = McpLink(self, host=host, config=config)
-            self._calls = self._mcp.calls
-        else:
-            self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
+        self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
+        if kind_of(found) == Kind.MCP and not found.error:
+            try:
+                from .mcp_link import McpLink  # (imports the `mcp` package: only when needed)
+            except ImportError as exc:  # a broken install: this one fails, not the workspace
+                self.found = found = dataclasses.replace(
+                    found, error=f"cannot speak MCP: {exc} (pip install 'mcp>=2')"
+                )
+                self.last_error = found.error
+            else:
+                self._mcp = McpLink(self, host=host, config=config)
+                self._calls = self._mcp.calls
         #: Its stdout's reader and its handshake; made when the process starts.
         self._inbox: Inbox | None = None
 
