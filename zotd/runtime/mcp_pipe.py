@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import anyio
 import mcp_types as mt
+import msgspec
 import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
@@ -71,11 +72,16 @@ class Pipe:
     def _parse(self, line: bytes) -> mt.JSONRPCMessage | None:
         try:
             return mt.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except ValueError as exc:
-            preview = line[:200].decode("utf-8", "replace")
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self._note(f"skipped a line that is not JSON-RPC ({first}): {preview}")
-            return None
+        except ValueError:
+            pass
+        try:
+            msgspec.json.decode(line)
+            why = "JSON, but not a JSON-RPC message"
+        except msgspec.DecodeError:
+            why = "not JSON"
+        preview = line[:200].decode("utf-8", "replace")
+        self._note(f"skipped a line on its stdout ({why}; MCP servers log to stderr): {preview}")
+        return None
 
     async def write(self, stdin: trio.abc.SendStream) -> None:
         """Writes the session's messages to the server's stdin, one line
