@@ -115,6 +115,7 @@ class McpLink:
                 async with streamable_http_client(manifest.url, http_client=http) as streams:
                     self.calls.open(nursery, self.close)
                     await self._serve(nursery, streams[0], streams[1], None)
+                nursery.cancel_scope.cancel()  # (it returns only when it has failed it)
         except Exception as exc:
             if not self._closed.is_set():
                 self._ext.stuck(f"its connection to {manifest.url} failed: {_why(exc)}")
