@@ -52,6 +52,10 @@ log = logging.getLogger(__name__)
 #: of ``tools/list`` past it are not asked for.
 MAX_LISTED = 1024
 
+#: How often a ``url`` server is pinged, and how long it may take to answer.
+PING_INTERVAL = 15.0
+PING_TIMEOUT = 10.0
+
 #: The most characters of one log notification written to the extension's log.
 MAX_LOG_CHARS = 2000
 
@@ -161,6 +165,8 @@ class McpLink:
                 self.calls.ready(session)
                 ext._mark_ready()
                 nursery.start_soon(self._relist, session, init.capabilities)
+                if self.remote:
+                    await self._keep_alive(session)  # (raises when the connection is lost)
                 await trio.sleep_forever()
         except Exception as exc:  # the session broke (a bad server, a lost connection)
             if self.remote:
@@ -169,6 +175,16 @@ class McpLink:
                 return  # its stdout ended: the process's exit says why
             if ext.running and not ext.stop_requested.is_set():
                 ext.stuck(f"its MCP session failed: {_why(exc)}")
+
+    async def _keep_alive(self, session: ClientSession) -> None:
+        """Pings a ``url`` server every :data:`PING_INTERVAL` seconds; raises
+        once one goes unanswered for :data:`PING_TIMEOUT` (or fails), so that
+        a server that went away is seen, and reconnected per its restart
+        policy, before the next call finds out."""
+        while True:
+            await trio.sleep(PING_INTERVAL)
+            with trio.fail_after(PING_TIMEOUT):
+                await session.send_ping()
 
     # --- registrations ------------------------------------------------------------
 
