@@ -131,6 +131,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     ready_idle: Seconds = 0.2
     #: An extension that has not sent ``hello`` by then is stopped and marked failed.
     hello_timeout: Seconds = 10.0
+    #: An MCP server's answer to ``initialize`` (its handshake); longer than
+    #: ``hello_timeout``, since ``npx -y`` or ``uvx`` may first download it.
+    mcp_initialize_timeout: Seconds = 60.0
     #: Refuse an extension whose ``hello`` names another name than its
     #: manifest; by default it runs under the manifest's name, with a
     #: warning (as current zot does).

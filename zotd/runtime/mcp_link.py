@@ -14,7 +14,7 @@ that session in place of a zot extension's inbox::
     ├─ McpLink._relist: tools/list and prompts/list again on list_changed
     └─ McpCalls._run: one task per request (mcp_calls.py)
 
-Its handshake is MCP's: ``initialize`` within ``hello_timeout``, then
+Its handshake is MCP's: ``initialize`` within ``mcp_initialize_timeout``, then
 ``tools/list`` and ``prompts/list`` become its registrations
 (:mod:`zotd.protocol.mcp_map`), and it is ready. A server that does not
 answer ``initialize`` in time, or whose session breaks, is failed and
@@ -151,7 +151,8 @@ class McpLink:
         )
         try:
             async with session:
-                timeout = self._config.hello_timeout
+                timeout = self._config.mcp_initialize_timeout
+                nursery.start_soon(self._settle_after_grace)
                 with trio.move_on_after(timeout) as scope:
                     init = await session.initialize()
                 if scope.cancelled_caught:
@@ -175,6 +176,13 @@ class McpLink:
                 return  # its stdout ended: the process's exit says why
             if ext.running and not ext.stop_requested.is_set():
                 ext.stuck(f"its MCP session failed: {_why(exc)}")
+
+    async def _settle_after_grace(self) -> None:
+        """Agents stop waiting for it after ``ready_grace``, as for a zot
+        extension: a server still starting (``npx`` downloading it, say)
+        does not hold up their ``hello``; its tools appear when it is ready."""
+        await trio.sleep(self._config.ready_grace)
+        self._ext.settled.set()
 
     async def _keep_alive(self, session: ClientSession) -> None:
         """Pings a ``url`` server every :data:`PING_INTERVAL` seconds; raises
