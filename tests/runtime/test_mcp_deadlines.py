@@ -19,10 +19,9 @@ from msgspec import Raw
 
 from tests.conftest import add_extension
 from tests.fakes import FakeIO, FakeSpawner
-from zotd.model.config import Config
+from zotd.model.config import Config, RestartPolicy
 from zotd.model.errors import RequestError
 from zotd.model.paths import Paths
-from zotd.model.restart import RestartPolicy
 from zotd.protocol.lines import LineSplitter
 from zotd.runtime.workspace import Context, Workspace
 
