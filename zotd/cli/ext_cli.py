@@ -19,7 +19,7 @@ from ..client import Client
 from ..model import manage, trust
 from ..model.discovery import every_copy, to_enable
 from ..protocol import agent as ap
-from . import ext_env_cli, ext_logs
+from . import ext_env_cli, ext_logs, ext_mcp_cli
 from .common import Options, Where, die, print_json, settings, with_client
 from .ext_view import describe, offline_info, print_list
 from .local import find_local, local, workspace_of
@@ -27,7 +27,10 @@ from .output import printable
 
 app = App(
     name="ext",
-    help="Manage extensions: list, install, remove, enable, disable, reload, trust, logs, env.",
+    help=(
+        "Manage extensions: list, install, remove, enable, disable, reload, trust, logs, env; "
+        "add-mcp and import-mcp for MCP servers."
+    ),
 )
 
 OFFLINE = "zotd is not running; this applies when it next starts"
@@ -353,3 +356,5 @@ def trust_(*, opts: Options | None = None, where: Where | None = None) -> int:
 
 app.command(ext_logs.logs, name="logs")
 app.command(ext_env_cli.env, name="env")
+app.command(ext_mcp_cli.add_mcp, name="add-mcp")
+app.command(ext_mcp_cli.import_mcp, name="import-mcp")

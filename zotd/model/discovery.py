@@ -5,6 +5,9 @@ Discovery (reference, "Layout & discovery") looks in two places, and
 
 1. explicit: directories named with ``--ext`` (scope ``explicit``),
 2. project-local: ``<workspace>/.zot/extensions/<name>/`` (scope ``project``),
+   then the servers of the project's own ``<workspace>/.mcp.json`` (scope
+   ``project`` too, MCP servers run in the workspace root: see
+   :mod:`.mcp_servers`); of two project copies of a name, the directory wins,
 3. global: ``$ZOT_HOME/extensions/<name>/`` (scope ``global``).
 
 Each directory is read by :func:`~.manifest.load`, which never raises (and
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .manifest import Found, Scope, load
+from .mcp_servers import is_project_server, project_servers
 
 log = logging.getLogger(__name__)
 
@@ -153,29 +157,39 @@ def discover(
     is sound, before the choice: it may set ``untrusted`` (or ``error``), as
     the workspace's trust store says (see :func:`zotd.model.trust.vet`).
     """
-    sources: list[tuple[str, Iterable[Path]]] = [(Scope.EXPLICIT, explicit)]
+    sources: list[tuple[str, Iterable[Path | Found]]] = [(Scope.EXPLICIT, explicit)]
     if workspace is not None:
         sources.append((Scope.PROJECT, _subdirs(project_dir(workspace))))
+        servers, problems = project_servers(workspace, path_env)
+        for problem in problems:
+            log.warning("%s", problem)
+        sources.append((Scope.PROJECT, servers))
     sources.append((Scope.GLOBAL, _subdirs(global_dir)))
     copies: dict[str, list[Found]] = {}
-    for scope, dirs in sources:
-        for directory in dirs:
-            found = load(Path(directory), scope, path_env)
+    for scope, items in sources:
+        for item in items:
+            found = item if isinstance(item, Found) else load(Path(item), scope, path_env)
             same = copies.setdefault(found.name, [])
-            kept = next((c for c in same if c.scope == scope), None)
+            kept = next((c for c in same if _slot(c) == _slot(found)), None)
             if kept is not None:
                 log.warning(
                     "two %s extensions are named %r: using %s, ignoring %s",
                     scope,
                     found.name,
-                    kept.dir,
-                    found.dir,
+                    kept.origin or kept.dir,
+                    found.origin or found.dir,
                 )
                 continue
             if scope == Scope.PROJECT and vet is not None and not found.error:
                 vet(found)
             same.append(found)
     return [_choose(same) for same in copies.values()]
+
+
+def _slot(found: Found) -> tuple[str, bool]:
+    """Where a copy stands in the precedence: its scope, and, in a project,
+    whether it is an entry of ``.mcp.json`` (after ``.zot/extensions/``)."""
+    return found.scope, is_project_server(found)
 
 
 def _choose(copies: list[Found]) -> Found:
@@ -192,7 +206,7 @@ def _choose(copies: list[Found]) -> Found:
         reason = (
             _aside_reason(c, why)
             if before
-            else f"the {chosen.scope} copy in {chosen.dir} comes first"
+            else f"the {chosen.scope} copy in {chosen.origin or chosen.dir} comes first"
         )
         chosen.passed_over.append(Aside(c, why, reason))
     return chosen

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .discovery import discover, project_dir
 from .manifest import MANIFEST, Found, ManifestError, load, read_manifest
+from .mcp_servers import is_project_server
 
 #: How long a ``git clone`` may take.
 CLONE_TIMEOUT = 300.0
@@ -233,6 +234,7 @@ def remove(found: Found, *, global_dir: Path) -> None:
         ManageError: the directory is not in an extensions directory (an
             ``--ext`` one, say), or cannot be deleted.
     """
+    _refuse_project_server(found, "remove it from that file")
     parent = found.dir.parent
     in_project = parent.name == "extensions" and parent.parent.name == ".zot"
     if parent != global_dir.absolute() and not in_project:
@@ -249,6 +251,12 @@ def set_enabled(found: Found, enabled: bool) -> None:
     Raises:
         ManageError: the manifest cannot be read, parsed or written.
     """
+    _refuse_project_server(
+        found,
+        'set "disabled": true in its entry there, or remove it'
+        if not enabled
+        else 'remove "disabled": true from its entry there',
+    )
     path = found.dir / MANIFEST
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -262,6 +270,67 @@ def set_enabled(found: Found, enabled: bool) -> None:
         replace_file(path, text.encode("utf-8"))
     except OSError as exc:
         raise ManageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _refuse_project_server(found: Found, fix: str) -> None:
+    """Refuses to change an entry of a project's ``.mcp.json``: that file is
+    the project's, and zotd does not rewrite it."""
+    if is_project_server(found):
+        raise ManageError(
+            f"{found.name} is a server of {found.origin}, which zotd does not rewrite: {fix}"
+        )
+
+
+def stage_manifest(dest_root: Path, name: str, data: bytes) -> Path:
+    """A new extension directory holding only ``extension.json`` (``data``),
+    in a staging directory of ``dest_root`` (hidden from discovery); returns
+    it, to be installed with :func:`install`. The caller removes its parent
+    (:func:`unstage`) when done; a killed caller's is a stale staging
+    directory (:func:`remove_stale_staging`).
+
+    Raises:
+        ManageError: it cannot be written.
+    """
+    try:
+        dest_root.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(dest_root)
+        tree = make_staging(dest_root) / name
+        tree.mkdir()
+        (tree / MANIFEST).write_bytes(data)
+    except OSError as exc:
+        raise ManageError(f"cannot write in {dest_root}: {exc.strerror or exc}") from None
+    return tree
+
+
+def unstage(tree: Path) -> None:
+    """Removes what :func:`stage_manifest` or :func:`set_aside` made."""
+    shutil.rmtree(tree.parent, ignore_errors=True)
+
+
+def set_aside(target: Path) -> Path:
+    """Moves an installed extension's directory into a staging directory
+    beside it (so its name is free), to be put back with :func:`put_back` or
+    dropped with :func:`unstage`; returns where it went.
+
+    Raises:
+        ManageError: it cannot be moved.
+    """
+    aside = make_staging(target.parent) / target.name
+    try:
+        target.rename(aside)
+    except OSError as exc:
+        unstage(aside)
+        raise ManageError(f"cannot move {target} aside: {exc.strerror or exc}") from None
+    return aside
+
+
+def put_back(aside: Path, target: Path) -> None:
+    """Undoes :func:`set_aside` (if nothing took ``target`` meanwhile)."""
+    try:
+        aside.rename(target)
+    except OSError:
+        return
+    unstage(aside)
 
 
 def replace_file(path: Path, data: bytes) -> None:

@@ -160,6 +160,9 @@ class Found:
     skills: list[sk.Skill] = field(default_factory=list)
     #: How many processes of it run (a :class:`Sharing` value, see :func:`sharing_of`).
     sharing: str = Sharing.WORKSPACE
+    #: The file its manifest was read from when that is not ``dir/extension.json``:
+    #: a project's ``.mcp.json`` (see :mod:`.mcp_servers`); else ``None``.
+    origin: Path | None = None
     #: The other copies of this name that discovery found and does not use,
     #: and why (see :func:`~.discovery.discover`). Not part of the
     #: comparison: a copy not used changing does not change this one.

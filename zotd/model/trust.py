@@ -5,7 +5,10 @@ whatever repository the user cloned, so zotd runs them only once the user
 has trusted them (``zot ext trust``), or has set ``trust_project_extensions
 = true``. Trust is pinned to content: a fingerprint of everything in the
 extension's directory (:func:`fingerprint`). When anything there changes,
-the extension is untrusted again until trusted again.
+the extension is untrusted again until trusted again. The servers of a
+project's own ``.mcp.json`` are trusted the same way, each pinned to its
+entry and the workspace files its command names (:func:`_entry_digest`),
+under the key ``.mcp.json:NAME`` (:func:`key_of`).
 
 What the fingerprint covers, and what it refuses:
 
@@ -51,7 +54,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+import msgspec
+
 from .manifest import Found
+from .mcp_servers import MCP_JSON, is_project_server
 from .safe_files import FileRefused, open_regular, read_chunks
 
 TRUST_FILE = "trust.json"
@@ -80,7 +86,9 @@ class _Digest(Protocol):
 
 
 def fingerprint(found: Found) -> str:
-    """A digest of everything in ``found``'s directory (see the module's docstring).
+    """A digest of everything in ``found``'s directory (see the module's
+    docstring), or of an entry of a project's ``.mcp.json`` (see
+    :func:`_entry_digest`).
 
     Blocking and bounded: reads at most :data:`MAX_TOTAL_BYTES`, opening
     regular files only.
@@ -88,6 +96,8 @@ def fingerprint(found: Found) -> str:
     Raises:
         Untrustable: past a bound, or it would run what the digest cannot pin.
     """
+    if is_project_server(found):
+        return _entry_digest(found, pin=True)
     root = _root(found)
     digest = hashlib.sha256(_FORMAT)
     _walk(root, digest)
@@ -101,7 +111,53 @@ def check(found: Found) -> None:
     Raises:
         Untrustable: as :func:`fingerprint`.
     """
+    if is_project_server(found):
+        _entry_digest(found, pin=False)
+        return
     _walk(_root(found), None)
+
+
+def key_of(found: Found) -> str:
+    """Its name in the trust store: its name, or, for an entry of a project's
+    ``.mcp.json``, ``.mcp.json:NAME`` (a name has no ``:``), so that it and a
+    ``.zot/extensions/NAME`` copy are trusted apart."""
+    return f"{MCP_JSON}:{found.name}" if is_project_server(found) else found.name
+
+
+def _entry_digest(found: Found, *, pin: bool) -> str:
+    """The fingerprint of an entry of a project's ``.mcp.json``: the manifest
+    it makes (its command, arguments, environment, url and headers), and the
+    content of each file of the workspace that its command or an argument
+    names (a script, say). A directory an argument names is pinned by its
+    path, not its content, and what the programs read once they run is not
+    pinned at all (as with any extension's own reads). As for a directory's
+    extension, a command outside the workspace must be a program found on
+    PATH, and no argument may name a path outside the workspace.
+
+    Raises:
+        Untrustable: a command or argument outside the workspace, or a file
+            past :data:`MAX_FILE_BYTES`.
+    """
+    manifest = found.manifest
+    root = os.path.realpath(found.dir)
+    digest = hashlib.sha256(_FORMAT + b"mcp.json\0")
+    if manifest is None:
+        raise Untrustable(f"{found.name} has no manifest to pin")
+    digest.update(msgspec.json.encode(manifest))
+    if found.argv:
+        _confine(found, root)
+    names = [found.argv[0]] if found.argv and not found.exec_on_path else []
+    names += [os.path.join(found.dir, a) for a in manifest.args if a and not a.startswith("-")]
+    for name in names:
+        path = os.path.realpath(name)
+        if not _inside(path, root) or not os.path.isfile(path):
+            continue
+        rel = os.path.relpath(path, root)
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            raise Untrustable(f"{rel} is larger than {MAX_FILE_BYTES >> 20} MiB")
+        if pin:
+            _record(digest, b"F", rel, _content_digest(path, rel))
+    return "sha256:" + digest.hexdigest()
 
 
 def _root(found: Found) -> str:
@@ -263,12 +319,21 @@ def distrust_reason(found: Found, workspace: Path, store: dict[str, dict[str, st
     Raises:
         Untrustable: it could not be trusted at all.
     """
-    pinned = store.get(str(workspace), {}).get(found.name)
+    pinned = store.get(str(workspace), {}).get(key_of(found))
+    entry = is_project_server(found)
     if pinned is None:
         check(found)
-        why = "project-local extensions run only once trusted"
+        why = (
+            f"the servers of a project's {MCP_JSON} run only once trusted"
+            if entry
+            else "project-local extensions run only once trusted"
+        )
     elif pinned != fingerprint(found):
-        why = "it changed since it was trusted"
+        why = (
+            f"its {MCP_JSON} entry changed since it was trusted"
+            if entry
+            else ("it changed since it was trusted")
+        )
     else:
         return ""
     return f"{why}: run `zot ext trust` in {workspace} to allow it"
@@ -293,7 +358,7 @@ def trust(home: Path, workspace: Path, found: list[Found]) -> list[str]:
     prints: dict[str, str] = {}
     for ext in found:  # outside the lock: hashing may take a while
         try:
-            prints[ext.name] = fingerprint(ext)
+            prints[key_of(ext)] = fingerprint(ext)
         except Untrustable:
             continue
     with _writing:  # the daemon may trust from several threads at once
@@ -306,7 +371,7 @@ def trust(home: Path, workspace: Path, found: list[Found]) -> list[str]:
             json.dump({"version": 1, "workspaces": store}, out, indent=2, sort_keys=True)
             out.write("\n")
         os.replace(tmp, home / TRUST_FILE)
-    return [ext.name for ext in found if ext.name in prints]
+    return list(dict.fromkeys(ext.name for ext in found if key_of(ext) in prints))
 
 
 def keep_trust(home: Path, workspace: Path, found: Found, change: Callable[[], None]) -> None:
@@ -315,7 +380,7 @@ def keep_trust(home: Path, workspace: Path, found: Found, change: Callable[[], N
     what the user writes, the user trusts."""
     store = load(home)
     try:
-        was = store.get(str(workspace), {}).get(found.name) == fingerprint(found)
+        was = store.get(str(workspace), {}).get(key_of(found)) == fingerprint(found)
     except Untrustable:
         was = False
     change()
