@@ -127,7 +127,10 @@ def parse_config(data: bytes, source: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start})") from None
     try:
-        doc = json.loads(strip_jsonc(text))
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:  # JSONC, or an error: its position is the file's either way
+            doc = json.loads(strip_jsonc(text))
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except RecursionError:
