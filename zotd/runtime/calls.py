@@ -91,7 +91,7 @@ class Calls:
     def _next_request(self) -> tuple[Outbox, str]:
         """Its stdin's outbox and a new request id; ``RequestError`` if not running."""
         outbox = self.outbox
-        if not self._ext.running or outbox is None:
+        if not self._ext.up or outbox is None:
             raise extension_failed(f"extension {self._ext.name!r} is {self._ext.state}")
         return outbox, self.pending.new_id()
 
@@ -215,7 +215,7 @@ class Calls:
             return
         # Extensions that do not know `cancel` ignore it, as the reference's
         # examples ignore every frame they do not know.
-        if self._ext.running:
+        if self._ext.up:
             if tool and ep.TOOL_CANCEL in self._ext.capabilities:
                 self.send_nowait(ep.encode(ep.ToolCancel(id=rid)))
             else:
@@ -225,7 +225,7 @@ class Calls:
         """Queues a one-way frame; ``False`` if it was dropped (queue full or
         not running). ``force``: past a full queue too (a reply owed to the
         extension, bounded by its own limits)."""
-        if not self._ext.running or self.outbox is None:
+        if not self._ext.up or self.outbox is None:
             return False
         try:
             queued = self.outbox.put_nowait(frame, force=force)

@@ -9,7 +9,15 @@ extension::
     ├─ Inbox.keep_time: the handshake's deadlines (hello, quiet, grace)
     ├─ Calls.write: queued frames -> stdin, sent in one write    (calls.py)
     ├─ PendingTable.expire: one cancel scope for the deadlines of every `ask`
-    └─ ExtensionLog.watch: rotates its log past max_log_bytes    (extension_log.py)
+    ├─ ExtensionLog.watch: rotates its log past max_log_bytes    (extension_log.py)
+    └─ (lazy or idle_stop) caching its registrations; the idle clock (waking.py)
+
+An extension that is lazy or stops when idle loops instead of ending: it
+sleeps (no process, state ``sleeping``, its registrations still listed: its
+cached ones, see :mod:`.dozing`), its first use wakes it (the requests made
+meanwhile are held by :class:`~.waking.Waking` and sent once it is ready),
+and ``idle_stop`` seconds without work put it to sleep again, gracefully
+(``shutdown``: no crash, no restart).
 
 This module is the process's lifetime and the extension's face to its
 workspace; the requests it is sent are :class:`~.calls.Calls`', matched to
@@ -35,10 +43,11 @@ from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
 from ..model.manifest import Found, Kind, kind_of, runs_nothing
+from ..model.reg_cache import Cached
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
-from . import status, stopping
+from . import dozing, status, stopping
 from .callers import Served
 from .calls import Calls
 from .extension_log import ExtensionLog
@@ -47,6 +56,7 @@ from .link import Link, R
 from .outcome import Outcome
 from .process import Process, Spawner
 from .status import RUNNING, Host, State
+from .waking import Waking
 
 if TYPE_CHECKING:
     from .mcp_link import McpLink
@@ -77,6 +87,9 @@ class Extension:
         log_path: its log file (``$ZOT_HOME/logs/ext-<name>.log``).
         spawner: starts the process (tests pass in-memory fakes).
         env: the process's environment.
+        cache_dir: where a lazy one's registrations are cached (by default
+            ``$ZOT_HOME/cache/registrations``, its ``env``'s ``ZOT_HOME``;
+            none if that is not set).
     """
 
     def __init__(
@@ -88,6 +101,7 @@ class Extension:
         log_path: Path,
         spawner: Spawner,
         env: Mapping[str, str],
+        cache_dir: Path | None = None,
     ) -> None:
         self.found = found
         self.name = found.name
@@ -139,25 +153,52 @@ class Extension:
         #: A stop's code, and why zotd failed the run itself: how it ended.
         self._outcome = Outcome()
         self._winding_down = False
-        #: The requests it is sent: down its stdin (zot's protocol), or as
-        #: an MCP client's requests (an MCP server: :mod:`.mcp_calls`).
-        self._calls: Link
+        manifest = found.manifest
+        #: Started on its first use (registrations listed from its cache till then).
+        self.lazy = manifest is not None and config.lazy_for(self.name, manifest.lazy)
+        #: Seconds without work before it is put to sleep (0 never).
+        self.idle_stop = config.idle_stop_for(self.name, manifest.idle_stop) if manifest else 0.0
+        if cache_dir is None and env.get("ZOT_HOME"):
+            cache_dir = Path(env["ZOT_HOME"]) / "cache" / "registrations"
+        self._cache_dir = cache_dir
+        #: What the cache holds now (so that an unchanged listing is not written again).
+        self._cached: Cached | None = None
+        #: What was listed while it slept (set on a wake, until it is ready).
+        self._slept: list[ep.RegisterCommand | ep.RegisterTool] | None = None
+        #: Being put to sleep for idleness (its stop is no crash).
+        self._dozing = False
+        self._became_ready = trio.Event()
+        #: Its requests: held while it sleeps or wakes, else through the run's link.
+        self._calls = Waking(
+            self,
+            idle_stop=self.idle_stop,
+            queue=config.extension_queue,
+            queue_bytes=config.extension_queue_bytes,
+        )
         #: An MCP server's client session (:mod:`.mcp_link`), else ``None``.
         self._mcp: McpLink | None = None
-        self._calls = Calls(self, config.extension_queue, config.extension_queue_bytes)
-        if kind_of(found) == Kind.MCP and not found.error:
+        #: The current run's requests: down its stdin (zot's protocol), or as
+        #: an MCP client's requests (an MCP server: :mod:`.mcp_calls`).
+        self._link: Link = self._new_link()
+        #: Its stdout's reader and its handshake; made when the process starts.
+        self._inbox: Inbox | None = None
+
+    def _new_link(self) -> Link:
+        """A run's link (a new one for each run: an MCP session is used once)."""
+        link: Link = Calls(self, self._config.extension_queue, self._config.extension_queue_bytes)
+        if kind_of(self.found) == Kind.MCP and not self.found.error:
             try:
                 from .mcp_link import McpLink  # (imports the `mcp` package: only when needed)
             except ImportError as exc:  # a broken install: this one fails, not the workspace
-                self.found = found = dataclasses.replace(
-                    found, error=f"cannot speak MCP: {exc} (pip install 'mcp>=2')"
+                self.found = dataclasses.replace(
+                    self.found, error=f"cannot speak MCP: {exc} (pip install 'mcp>=2')"
                 )
-                self.last_error = found.error
+                self.last_error = self.found.error
             else:
-                self._mcp = McpLink(self, host=host, config=config)
-                self._calls = self._mcp.calls
-        #: Its stdout's reader and its handshake; made when the process starts.
-        self._inbox: Inbox | None = None
+                self._mcp = McpLink(self, host=self._host, config=self._config)
+                link = self._mcp.calls
+        self._calls.attach(link)
+        return link
 
     # --- lifetime ---------------------------------------------------------------
 
@@ -192,35 +233,119 @@ class Extension:
                 self.note("ready: no process to start (it ships skills or a theme only)")
                 self._mark_ready()
                 return
-            if self._mcp is not None and self._mcp.remote:  # an MCP server at a url
-                await self.log.rotate()
-                self.started_at = trio.current_time()
-                self._host.on_changed(self)
-                await self._mcp.run_remote()
-                return
-            try:
-                await self.log.rotate()  # before the child appends to it
-                if self._stopped_before_start():  # (while a big log was copied)
-                    return
-                process = self._spawn()
-            except OSError as exc:
-                reason, transient = spawn_error(self.found.argv[0], exc)
-                self._fail(reason)
-                if transient:  # EMFILE, ENOMEM, ...: restarted after the backoff
-                    self._outcome.failure = reason
-                return
-            self._process = process
-            self.pid = process.pid
-            self.started_at = trio.current_time()
-            self.note(f"started pid {self.pid}: {' '.join(self.found.argv)}")
-            self._host.on_changed(self)
-            await self._supervise(process)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._calls.held.expire)  # held requests' deadlines
+                await self._lifetime()
+                nursery.cancel_scope.cancel()
         except Exception as exc:  # a bug of ours must not take the workspace down
             log.exception("extension %s: internal error", self.name)
             self.last_error = f"internal error: {exc!r}"
             self.state = State.FAILED
         finally:
             self._finish()
+
+    async def _lifetime(self) -> None:
+        """Its runs: one, or for a lazy or idle-stopping one, sleep, wake, run,
+        sleep again, ... until a run ends for any other reason than idleness."""
+        if self.lazy and self._cache_dir is not None:
+            cached = await dozing.load(self, self._cache_dir)
+            if cached is not None and not self.stop_requested.is_set():
+                self._cached = cached
+                dozing.register(self, self._host, cached)
+                self.note(f"sleeping: {len(cached.registrations)} registrations from its cache")
+                self._asleep()
+        while True:
+            if self.state == State.SLEEPING:
+                await self._calls.wanted.wait()  # (stop sets it too)
+                if self.stop_requested.is_set():
+                    self.state = State.EXITED
+                    return
+                self._wake()
+            await self._run_once()
+            if not self._dozing or self.stop_requested.is_set():
+                return
+            self._asleep()
+            if self.lazy and self._cache_dir is not None and dozing.snapshot(self) != self._cached:
+                await self._save_cache()
+
+    def _asleep(self) -> None:
+        """It sleeps: no process; its registrations stay listed."""
+        self._calls.hold()
+        self.state = State.SLEEPING
+        self._process = None
+        self.pid = self.started_at = self.exit_code = None
+        self.settled.set()
+        self._host.on_changed(self)
+
+    def _wake(self) -> None:
+        """A held request wants it: a new run, whose requests are held until it is ready."""
+        self.note(f"woke for {self._calls.reason}")
+        self._outcome = Outcome()
+        self._process_exited = trio.Event()
+        self._became_ready = trio.Event()
+        self._winding_down = self._dozing = False
+        self._inbox = None
+        self.capabilities = []
+        self.hello_warning = ""
+        self._slept, self.registrations = self.registrations, []
+        self._link = self._new_link()
+        self.state = State.STARTING
+
+    async def _run_once(self) -> None:
+        """One run: its process from spawn to exit (or its connection, at a url)."""
+        if self._mcp is not None and self._mcp.remote:  # an MCP server at a url
+            await self.log.rotate()
+            self.started_at = trio.current_time()
+            self._host.on_changed(self)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._keep_idle, None)
+                await self._mcp.run_remote()
+                nursery.cancel_scope.cancel()
+            return
+        try:
+            await self.log.rotate()  # before the child appends to it
+            if self._stopped_before_start():  # (while a big log was copied)
+                return
+            process = self._spawn()
+        except OSError as exc:
+            reason, transient = spawn_error(self.found.argv[0], exc)
+            self._fail(reason)
+            if transient:  # EMFILE, ENOMEM, ...: restarted after the backoff
+                self._outcome.failure = reason
+            return
+        self._process = process
+        self.pid = process.pid
+        self.started_at = trio.current_time()
+        self.note(f"started pid {self.pid}: {' '.join(self.found.argv)}")
+        self._host.on_changed(self)
+        await self._supervise(process)
+
+    async def _keep_idle(self, process: Process | None) -> None:
+        """Once ready: caches a lazy one's registrations, and puts it to sleep
+        after ``idle_stop`` seconds without work (``shutdown``, then the stop
+        escalation). Cancellation leaves a stop it began where it was."""
+        await self._became_ready.wait()
+        if self.lazy and self._cache_dir is not None:
+            await self._save_cache()
+        await self._calls.idle()  # (forever, for idle_stop 0)
+        self._dozing = True
+        self._calls.hold()
+        self.state = State.SLEEPING
+        self._host.on_changed(self)
+        self.note(f"sleeping after {self.idle_stop:g} s idle")
+        if process is None:  # at a url: its connection
+            if self._mcp is not None:
+                self._mcp.close()
+            return
+        self._winding_down = True
+        self._link.shutdown()
+        await stopping.wind_down(process, self._process_exited, self._config, self.note)
+
+    async def _save_cache(self) -> None:
+        assert self._cache_dir is not None
+        cached = dozing.snapshot(self)
+        if await dozing.save(self, self._cache_dir, cached):
+            self._cached = cached
 
     def _stopped_before_start(self) -> bool:
         if self._outcome.stop_code is None:
@@ -253,8 +378,10 @@ class Extension:
                 else:
                     self._open_pipes(nursery, process, reader_done)
                 nursery.start_soon(self.log.watch)
-                nursery.start_soon(self._calls.pending.expire)
+                nursery.start_soon(self._link.pending.expire)
                 nursery.start_soon(self._watch_stdout, process, reader_done)
+                if self.lazy or self.idle_stop:
+                    nursery.start_soon(self._keep_idle, process)
                 self.exit_code = await process.wait()
                 self._process_exited.set()
                 with trio.move_on_after(DRAIN_TIMEOUT):
@@ -270,18 +397,19 @@ class Extension:
     def _open_pipes(self, nursery: trio.Nursery, process: Process, reader_done: trio.Event) -> None:
         """Starts zot's protocol on the process's pipes: the stdin writer, the
         inbox (its stdout's reader and the handshake) and its deadlines."""
-        assert isinstance(self._calls, Calls)
-        outbox = self._calls.open(process.stdin)
+        link = self._link
+        assert isinstance(link, Calls)
+        outbox = link.open(process.stdin)
         inbox = self._inbox = Inbox(
             self,
             host=self._host,
-            pending=self._calls.pending,
+            pending=link.pending,
             config=self._config,
             spawned=trio.current_time(),
             on_ready=self._mark_ready,
             on_refuse=self._refuse,
         )
-        nursery.start_soon(self._calls.write, outbox)
+        nursery.start_soon(link.write, outbox)
         nursery.start_soon(inbox.run, process.stdout, reader_done)
         nursery.start_soon(inbox.keep_time)
 
@@ -296,10 +424,12 @@ class Extension:
             await self._process_exited.wait()
         if self._process_exited.is_set() or self.stop_requested.is_set() or self._refused:
             return
+        if self._dozing:
+            return  # told to shut down for idleness: the stop escalation goes on
         self._outcome.failure = "closed its stdout but kept running"
         self.last_error = self._outcome.failure
         self.note(f"{self._outcome.failure}; stopping it")
-        self._calls.pending.fail_all(
+        self._link.pending.fail_all(
             extension_failed(
                 f"extension {self.name!r} closed its stdout before replying (its process "
                 "is still running, so no reply can come); it is being stopped"
@@ -315,14 +445,21 @@ class Extension:
         )
         if line is not None:
             self.note(line)
-        stderr = self.log.stderr_tail() if self._calls.pending and spawned else []
+        held = self._calls.holding
+        stderr = self.log.stderr_tail() if (self._link.pending or held) and spawned else []
         error = self._outcome.unanswered(self.name, code, stderr)
         if self._inbox is not None and self._inbox.noise.dropped:
             self.note(
                 f"dropped {self._inbox.noise.dropped} notify frames and bad lines "
                 "in its last second"
             )
-        self._calls.pending.fail_all(error)
+        self._link.pending.fail_all(error)
+        if held:  # woken, and gone before it was ready
+            why = f": {self.last_error}" if self.last_error else ""
+            self._calls.fail(
+                RequestError(error.code, f"extension {self.name!r} did not start{why}")
+            )
+        self._calls.fail(error)
         self._host.on_exit(self)
         self.settled.set()
         self.finished.set()
@@ -343,13 +480,14 @@ class Extension:
         if self._outcome.stop_code is None:
             self._outcome.stop_code = code
         self.stop_requested.set()
+        self._calls.wanted.set()  # (a sleeping one's run ends)
         if self._mcp is not None and self._mcp.remote:  # no process: its connection
             self._mcp.close()
             await self.finished.wait()
             return
         process = self._process
         if process is None or self._process_exited.is_set():
-            if self._process is not None:
+            if self._process is not None or self.state == State.SLEEPING:
                 await self.finished.wait()
             elif self.state == State.READY:  # one that runs nothing (skills only)
                 self.state = State.EXITED
@@ -369,7 +507,7 @@ class Extension:
         self._winding_down = True
         self.state = State.STOPPING
         self._host.on_changed(self)
-        self._calls.shutdown()
+        self._link.shutdown()
         await stopping.wind_down(process, self._process_exited, self._config, self.note)
 
     def ended_on_its_own(self) -> str | None:
@@ -400,6 +538,12 @@ class Extension:
             return
         self.state = State.READY
         self.settled.set()
+        if self._slept is not None:  # woken: its listing, then what was held for it
+            dozing.reconcile(self, self._host, self._slept)
+            self._slept = None
+        if self._calls.holding:
+            self._calls.open()
+        self._became_ready.set()
         self._host.on_changed(self)
 
     def _refuse(self, reason: str) -> None:
@@ -410,7 +554,11 @@ class Extension:
     def stuck(self, reason: str) -> None:
         """Its stdin is stuck (see :mod:`.calls`): failed now, and killed, so
         that its restart policy applies (an end it did not ask for), with
-        ``reason`` as the restart's reason."""
+        ``reason`` as the restart's reason. Ignored while it is being put to
+        sleep (its session ending then is what was asked)."""
+        if self._dozing:
+            self.note(f"while going to sleep: {reason}")
+            return
         self._fail(reason)
         self._outcome.failure = reason
         if self._process is not None:
@@ -426,7 +574,13 @@ class Extension:
 
     @property
     def running(self) -> bool:
-        """Whether the process is up and takes frames."""
+        """Whether it takes requests: its process is up, or it sleeps and
+        wakes for them (see :mod:`.waking`)."""
+        return self.state in RUNNING or self.state == State.SLEEPING
+
+    @property
+    def up(self) -> bool:
+        """Whether its process is up and takes frames."""
         return self.state in RUNNING
 
     @property
@@ -436,8 +590,8 @@ class Extension:
 
     @property
     def pending(self) -> int:
-        """Requests sent to it and not yet answered, failed or withdrawn."""
-        return len(self._calls.pending)
+        """Requests sent to it (or held for it) and not yet answered, failed or withdrawn."""
+        return len(self._link.pending) + len(self._calls.held)
 
     async def request(
         self,

@@ -14,6 +14,11 @@ fifth of a call's time).
 
 Each slot is typed by the reply it expects (``R``); the table by the
 interim updates its requests may get (``U``: a tool call's progress).
+
+The ids come from an :class:`Ids` counter, which tables may share: an
+extension's runs (and the requests held while it wakes, see
+:mod:`.waking`) draw from one, so an id names one request for the
+extension's whole life, whichever run it is sent to.
 """
 
 from __future__ import annotations
@@ -32,6 +37,31 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 U = TypeVar("U")
+
+
+class Ids:
+    """Request ids: ``"1"``, ``"2"``, ... (never reused); one counter may
+    serve several tables (see the module's docstring)."""
+
+    __slots__ = ("_last", "_preset")
+
+    def __init__(self) -> None:
+        self._last = 0
+        self._preset: str | None = None
+
+    def next(self) -> str:
+        """A new id, or the one :meth:`preset` gave (once)."""
+        rid = self._preset
+        if rid is not None:
+            self._preset = None
+            return rid
+        self._last += 1
+        return str(self._last)
+
+    def preset(self, rid: str | None) -> None:
+        """The next :meth:`next` returns ``rid`` (an id handed out already, for
+        a held request sent now under its own id); ``None`` takes it back."""
+        self._preset = rid
 
 
 class Slot(Generic[R, U]):
@@ -67,6 +97,11 @@ class Slot(Generic[R, U]):
         self.deadline = math.inf
         self._outcome: R | RequestError | None = None
         self._task: trio.lowlevel.Task | None = None
+
+    @property
+    def callback(self) -> Callable[[R | RequestError], None] | None:
+        """What gets the outcome instead of a waiting task, if anything."""
+        return self._callback
 
     @property
     def done(self) -> bool:
@@ -138,13 +173,17 @@ class PendingTable(Generic[U]):
         on_expire: told the id (and the slot) of each request whose deadline
             passed, just before its slot fails with ``timeout`` (to tell the
             peer, say).
+        ids: where its ids come from (its own counter if not given; the
+            attribute ``ids`` may be set to share one).
     """
 
-    __slots__ = ("_last_id", "_next_expiry", "_on_expire", "_scope", "_slots")
+    __slots__ = ("_next_expiry", "_on_expire", "_scope", "_slots", "ids")
 
-    def __init__(self, on_expire: Callable[[str, Slot[Any, U]], None]) -> None:
+    def __init__(
+        self, on_expire: Callable[[str, Slot[Any, U]], None], ids: Ids | None = None
+    ) -> None:
         self._on_expire = on_expire
-        self._last_id = 0
+        self.ids = ids if ids is not None else Ids()
         #: Slots of every reply type, hence ``Any``: each knows its own.
         self._slots: dict[str, Slot[Any, U]] = {}
         #: The earliest deadline of a slot, and the cancel scope of
@@ -156,9 +195,8 @@ class PendingTable(Generic[U]):
         return len(self._slots)
 
     def new_id(self) -> str:
-        """A new request id: ``"1"``, ``"2"``, ... (never reused)."""
-        self._last_id += 1
-        return str(self._last_id)
+        """A new request id: ``"1"``, ``"2"``, ... (never reused; see :class:`Ids`)."""
+        return self.ids.next()
 
     def add(self, rid: str, slot: Slot[Any, U], timeout: float | None = None) -> None:
         """Holds ``slot`` under ``rid``; with ``timeout``, it fails with a
@@ -171,6 +209,10 @@ class PendingTable(Generic[U]):
                 if self._scope is not None:
                     self._scope.deadline = deadline
         self._slots[rid] = slot
+
+    def items(self) -> list[tuple[str, Slot[Any, U]]]:
+        """The pending requests, oldest first."""
+        return list(self._slots.items())
 
     def get(self, rid: str) -> Slot[Any, U] | None:
         """The slot of the pending request ``rid``, if it is pending."""

@@ -1,0 +1,122 @@
+"""A sleeping extension's registrations: read from its cache, listed, and
+brought in line with what its woken process registers.
+
+The cache's format and key are :mod:`zotd.model.reg_cache`'s; its file
+work (hashing what the extension runs, reading and writing the file) runs
+in a worker thread (:func:`.threads.run_sync`). A cache that cannot be
+read or written costs a start, never the extension: the reason goes to the
+extension's log, and it is started at once to fill the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..model import reg_cache
+from ..model.reg_cache import Cached, CacheError, Uncacheable
+from ..protocol import extension as ep
+from . import threads
+from .status import Host
+
+if TYPE_CHECKING:
+    from .extension import Extension
+
+log = logging.getLogger("zotd.runtime.extension")
+
+Registration = ep.RegisterCommand | ep.RegisterTool
+
+
+def snapshot(ext: Extension) -> Cached:
+    """What ``ext`` registered and subscribed to, as the cache keeps it."""
+    return Cached(list(ext.registrations), sorted(ext.events), sorted(ext.intercepts))
+
+
+async def load(ext: Extension, cache_dir: Path) -> Cached | None:
+    """``ext``'s cached registrations if they are valid for what it runs
+    now; ``None`` (and why, in its log) if not. Never raises ``Exception``;
+    cancellation waits for the file work to finish."""
+    file = reg_cache.path(cache_dir, ext.name)
+
+    def read() -> tuple[Cached | None, str]:
+        return reg_cache.load(file, ext.name, reg_cache.key(ext.found))
+
+    try:
+        cached, why = await threads.run_sync(read)
+    except Uncacheable as exc:
+        ext.note(f"lazy, but its registrations cannot be cached ({exc}); starting it now")
+        return None
+    except CacheError as exc:
+        ext.note(f"its registrations cache is unusable ({exc}); starting it now to fill it")
+        log.warning("extension %s: registrations cache unusable: %s", ext.name, exc)
+        return None
+    if cached is None:
+        ext.note(f"lazy: {why}; starting it now to fill it")
+    return cached
+
+
+async def save(ext: Extension, cache_dir: Path, cached: Cached) -> bool:
+    """Writes ``cached`` as ``ext``'s cache, keyed by what it runs now.
+    Returns whether it was written (why not goes to its log). Never raises
+    ``Exception``; cancellation waits for the file work to finish."""
+    file = reg_cache.path(cache_dir, ext.name)
+
+    def write() -> bool:
+        return reg_cache.save(file, ext.name, reg_cache.key(ext.found), cached)
+
+    try:
+        written = await threads.run_sync(write)
+    except Uncacheable as exc:
+        ext.note(f"its registrations cannot be cached: {exc}")
+        return False
+    except OSError as exc:
+        ext.note(f"could not write its registrations cache {file}: {exc.strerror or exc}")
+        return False
+    if not written:
+        ext.note(
+            f"its registrations are larger than {reg_cache.MAX_CACHE_BYTES >> 20} MiB: not cached"
+        )
+    return written
+
+
+def register(ext: Extension, host: Host, cached: Cached) -> None:
+    """Lists ``cached`` as ``ext``'s registrations and subscriptions (it sleeps)."""
+    ext.registrations = list(cached.registrations)
+    ext.events = set(cached.events)
+    ext.intercepts = set(cached.intercepts) & ep.INTERCEPTABLE
+    _add(ext, host, ext.registrations)
+
+
+def reconcile(ext: Extension, host: Host, listed: list[Registration]) -> None:
+    """The woken process of ``ext`` is ready: if it no longer registers
+    everything that was ``listed`` while it slept, its registrations are
+    listed anew from what it registered (what it did register replaced the
+    entries of the same names already)."""
+    now = {_key(f) for f in ext.registrations}
+    gone = [f for f in listed if _key(f) not in now]
+    if not gone:
+        return
+    ext.note(
+        f"no longer registers {', '.join(sorted(_label(f) for f in gone))}: its listing is updated"
+    )
+    host.on_reregister(ext)
+    _add(ext, host, ext.registrations, notes=False)
+
+
+def _add(ext: Extension, host: Host, frames: list[Registration], *, notes: bool = True) -> None:
+    for frame in frames:
+        if isinstance(frame, ep.RegisterTool):
+            reason = host.on_register_tool(ext, frame)
+        else:
+            reason = host.on_register_command(ext, frame)
+        if reason is not None and notes:
+            ext.note(reason)
+
+
+def _key(frame: Registration) -> tuple[str, str]:
+    return ("tool" if isinstance(frame, ep.RegisterTool) else "command", frame.name)
+
+
+def _label(frame: Registration) -> str:
+    return frame.name if isinstance(frame, ep.RegisterTool) else f"/{frame.name}"
