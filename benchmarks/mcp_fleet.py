@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from systems import ECHO, START_TIMEOUT, Daemon, Sandbox, ext_argv, start_daemon
 
-from zotd.client import Client, NotRunning, connect
+from zotd.client import Client, NotRunning, ZotdError, connect
 
 HERE = Path(__file__).resolve().parent
 SERVER = HERE / "mcp_bench_server.py"
@@ -255,6 +255,18 @@ async def list_every(zot: Client, names: Sequence[str], deadline: float) -> dict
             missing = [n for n in names if n not in by_ext]
             raise NotServed(why or f"no tools listed of {', '.join(missing[:3])}...")
         await anyio.sleep(0.05)
+
+
+def failure(exc: BaseException) -> str | None:
+    """Why zotd could not give a figure, if ``exc`` (or an exception in its
+    group) says so: :exc:`NotServed`, or an error reply from zotd."""
+    if isinstance(exc, NotServed | ZotdError):
+        return str(exc)
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (why := failure(inner)) is not None:
+                return why
+    return None
 
 
 async def call_echo(zot: Client, tool: str) -> None:
@@ -469,13 +481,15 @@ def round_fleet(quick: bool, into: dict[str, float]) -> None:
             raise NotServed(
                 f"scope shared not in effect ({whole.servers} processes, {SERVERS} servers)"
             )
-    except NotServed as exc:
+        # The daemon's own memory without the mcp package: the same names as
+        # zot extensions (echo_ext.py), which zotd speaks to without importing it.
+        into["fleet.zot.daemon"] = fleet_zotd(SESSIONS, SERVERS, kind="zot")[1]
+    except Exception as exc:
+        if (why := failure(exc)) is None:
+            raise
         for key in ("servers", "procs", "rss", "pss", "daemon"):
-            NOT_MEASURED[f"fleet.zotd.{key}"] = str(exc)
+            NOT_MEASURED[f"fleet.zotd.{key}"] = why
         return
-    # The daemon's own memory without the mcp package: the same names as zot
-    # extensions (echo_ext.py), which zotd speaks to without importing it.
-    into["fleet.zot.daemon"] = fleet_zotd(SESSIONS, SERVERS, kind="zot")[1]
     into["fleet.zotd.servers"] = whole.servers
     into["fleet.zotd.procs"] = whole.processes
     into["fleet.zotd.rss"] = whole.rss_mib
@@ -593,14 +607,27 @@ def round_lazy(quick: bool, into: dict[str, float]) -> None:
     with sandbox() as none, sandbox() as eager, sandbox() as lazy:
         lazy_sandbox(eager, LAZY, lazy=False)
         lazy_sandbox(lazy, LAZY, lazy=True)
-        warm(lazy, LAZY)
+        try:
+            warm(lazy, LAZY)
+        except Exception as exc:
+            if (why := failure(exc)) is None:
+                raise
+            NOT_MEASURED["lazy.lazy.list"] = NOT_MEASURED["lazy.lazy.call"] = why
         for _ in range(reps):
             for label, box, count in (
                 ("none", none, 0),
                 ("eager", eager, LAZY),
                 ("lazy", lazy, LAZY),
             ):
-                use = timed_start(box, count)
+                if label == "lazy" and "lazy.lazy.list" in NOT_MEASURED:
+                    continue
+                try:
+                    use = timed_start(box, count)
+                except Exception as exc:
+                    if label != "lazy" or (why := failure(exc)) is None:
+                        raise
+                    NOT_MEASURED["lazy.lazy.list"] = NOT_MEASURED["lazy.lazy.call"] = why
+                    continue
                 samples.setdefault(f"lazy.{label}.list", []).append(use.listed)
                 if count:
                     samples.setdefault(f"lazy.{label}.call", []).append(use.called)
@@ -608,6 +635,8 @@ def round_lazy(quick: bool, into: dict[str, float]) -> None:
                     lazy_running.append(use.running)
     for key in ("lazy.none.list", "lazy.eager.list", "lazy.eager.call"):
         into[key] = statistics.median(samples[key])
+    if "lazy.lazy.list" in NOT_MEASURED:
+        return
     if max(lazy_running) > 1:
         why = f"lazy not in effect ({max(lazy_running)} of {LAZY} running after one call)"
         NOT_MEASURED["lazy.lazy.list"] = NOT_MEASURED["lazy.lazy.call"] = why
