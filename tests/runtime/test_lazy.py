@@ -305,7 +305,7 @@ async def test_a_changed_script_invalidates_the_cache(
     script.write_text("# one\n")
     lazy(paths, "lz", args=[str(script), "--name", "lz"])
     await fill_cache(paths, project, "lz", [])
-    async with workspace(paths, project, {"lz": tool_server("lz", [])}) as (ws, sp):
+    async with workspace(paths, project, {"lz": tool_server("lz", [])}) as (_, sp):
         assert sp.spawns == []  # unchanged: asleep
     script.write_text("# two\n")
     async with workspace(paths, project, {"lz": tool_server("lz", [])}) as (_ws, sp):

@@ -47,6 +47,7 @@ from pathlib import Path
 import msgspec
 
 from ..protocol import extension as ep
+from ..protocol.frames import FrameError
 from . import trust
 from .manifest import Found
 from .safe_files import FileRefused, read_regular
@@ -197,7 +198,7 @@ def load(file: Path, name: str, want: str) -> tuple[Cached | None, str]:
             if not isinstance(frame, ep.RegisterCommand | ep.RegisterTool):
                 raise CacheError(f"{file}: a registration that is not one")
             frames.append(frame)
-    except (msgspec.DecodeError, ValueError) as exc:  # (FrameError is a ValueError)
+    except (msgspec.DecodeError, FrameError, ValueError) as exc:
         raise CacheError(f"{file}: not a registrations cache ({exc})") from None
     return Cached(frames, list(parsed.events), list(parsed.intercepts)), ""
 
