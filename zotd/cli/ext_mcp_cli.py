@@ -209,7 +209,13 @@ async def _install_live(zot: Client, plan: Plan, force: bool) -> None:
     if ext is None:
         state = "not started here"
     elif ext.dir != res.dir:
-        state = f"hidden here by the {ext.scope} one in {ext.dir}"
+        # A project copy that cannot run gives way to the user's own (see discovery).
+        ours = next((p for p in ext.passed_over if p.dir == res.dir), None)
+        if ours is not None and ours.why != "hidden":
+            state = f"{ours.why}: {ours.reason}; the {ext.scope} one in {ext.dir} runs instead"
+            plan.failed = ours.why != "disabled"
+        else:
+            state = f"hidden here by the {ext.scope} one in {ext.dir}"
     else:
         state = describe(ext)
         plan.failed = ext.state not in ("ready", "starting", "sleeping", "disabled")
