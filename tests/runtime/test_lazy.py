@@ -38,6 +38,8 @@ def tool_server(
     delay: float = 0.0,
     tools: tuple[str, ...] = ("t",),
     intercept: tuple[str, ...] = (),
+    events: tuple[str, ...] = (),
+    commands: tuple[str, ...] = (),
     block: bool = False,
 ) -> Behaviour:
     """Says hello ``delay`` s after its start, registers ``tools`` (and
@@ -45,12 +47,20 @@ def tool_server(
 
     async def behaviour(io: FakeIO) -> None:
         await trio.sleep(delay)
-        await io.hello(name, tools=list(tools), intercept=list(intercept))
+        await io.hello(
+            name,
+            tools=list(tools),
+            intercept=list(intercept),
+            events=list(events),
+            commands=list(commands),
+        )
         async for frame in io.frames():
             seen.append(frame)
             if isinstance(frame, ep.ToolCall):
                 text = [{"type": "text", "text": f"{frame.name} done"}]
                 await io.send(type="tool_result", id=frame.id, content=text)
+            elif isinstance(frame, ep.CommandInvoked):
+                await io.send(type="command_response", id=frame.id, action="noop")
             elif isinstance(frame, ep.EventIntercept):
                 await io.send(type="event_intercept_response", id=frame.id, block=block)
             elif isinstance(frame, ep.Shutdown):
@@ -90,6 +100,10 @@ async def fill_cache(paths: Paths, project: Path, name: str, seen: list[ep.HostF
         assert ws.extensions[name].state == "ready"
         await trio.testing.wait_all_tasks_blocked()
     assert cache_file(paths, name).is_file()
+
+
+def event(name: str) -> dict[str, Raw]:
+    return {"event": Raw(f'"{name}"'.encode())}
 
 
 def log_of(paths: Paths, name: str) -> str:
@@ -282,6 +296,45 @@ async def test_an_intercept_never_waits_past_its_deadline_for_a_waking_guard(
         verdict = await ws.intercept("tool_call", {})
         assert not verdict.block  # silence is allow
         assert elapsed(start) == 5
+
+
+async def test_an_event_it_subscribed_to_wakes_it_and_is_delivered(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    lazy(paths, "ear")
+    seen: list[ep.HostFrame] = []
+    async with workspace(paths, project, {"ear": tool_server("ear", seen, events=("turn_end",))}):
+        pass
+    async with workspace(
+        paths, project, {"ear": tool_server("ear", seen, delay=1, events=("turn_end",))}
+    ) as (ws, sp):
+        assert ws.extensions["ear"].state == "sleeping"
+        # Not one of its events: nothing is held, nothing wakes.
+        assert ws.emit_event("turn_start", event("turn_start")).delivered == []
+        assert sp.spawns == []
+        assert ws.emit_event("turn_end", event("turn_end")).delivered == ["ear"]
+        await trio.sleep(2)
+        assert [n for n, _ in sp.spawns] == ["ear"]
+        events = [f for f in seen if isinstance(f, ep.LifecycleEvent)]
+        assert len(events) == 1
+        assert "woke for event turn_end" in log_of(paths, "ear")
+
+
+async def test_a_command_wakes_it_within_the_command_deadline(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    lazy(paths, "cmd")
+    async with workspace(paths, project, {"cmd": tool_server("cmd", [], commands=("go",))}):
+        pass
+    async with workspace(
+        paths, project, {"cmd": tool_server("cmd", [], delay=3, commands=("go",))}
+    ) as (ws, _):
+        assert [c.name for c in ws.list_commands().commands] == ["go"]
+        start = trio.current_time()
+        data = await ws.invoke_command("go", "")
+        assert (data.extension, data.action) == ("cmd", "noop")
+        assert elapsed(start) == 3
+        assert "woke for command /go" in log_of(paths, "cmd")
 
 
 async def test_a_changed_manifest_invalidates_the_cache(

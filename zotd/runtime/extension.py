@@ -1,28 +1,23 @@
-"""One extension: its process and its requests.
+"""One extension: its process's lifetime.
 
 :meth:`Extension.run` is the extension's supervisor, one nursery per
 extension::
 
     Extension.run
-    ├─ the process (own process group; stderr appended straight to its log)
-    ├─ Inbox.run: stdout line -> decode -> handshake -> route    (inbox.py)
-    ├─ Inbox.keep_time: the handshake's deadlines (hello, quiet, grace)
-    ├─ Calls.write: queued frames -> stdin, sent in one write    (calls.py)
-    ├─ PendingTable.expire: one cancel scope for the deadlines of every `ask`
-    ├─ ExtensionLog.watch: rotates its log past max_log_bytes    (extension_log.py)
-    └─ (lazy or idle_stop) caching its registrations; the idle clock (waking.py)
+    ├─ Waking's held requests' deadlines                       (waking.py)
+    └─ each run (sleep_cycle.py: one, or sleep, wake, run, sleep, ...)
+       ├─ the process (own process group; stderr appended straight to its log)
+       ├─ Inbox.run: stdout line -> decode -> handshake -> route (inbox.py)
+       ├─ Inbox.keep_time: the handshake's deadlines (hello, quiet, grace)
+       ├─ Calls.write: queued frames -> stdin, sent in one write (calls.py)
+       ├─ PendingTable.expire: one cancel scope for the deadlines of every `ask`
+       ├─ ExtensionLog.watch: rotates its log past max_log_bytes (extension_log.py)
+       └─ (lazy or idle_stop) its cache written; the idle clock (sleep_cycle.py)
 
-An extension that is lazy or stops when idle loops instead of ending: it
-sleeps (no process, state ``sleeping``, its registrations still listed: its
-cached ones, see :mod:`.dozing`), its first use wakes it (the requests made
-meanwhile are held by :class:`~.waking.Waking` and sent once it is ready),
-and ``idle_stop`` seconds without work put it to sleep again, gracefully
-(``shutdown``: no crash, no restart).
-
-This module is the process's lifetime and the extension's face to its
-workspace; the requests it is sent are :class:`~.calls.Calls`', matched to
-their replies by ids from a :class:`~.pending.PendingTable`. When the process
-ends, every request still pending fails at once with
+The requests it is sent (:mod:`.ext_requests`) are its run's
+:class:`~.calls.Calls`' (or an MCP server's calls), matched to their replies
+by ids from a :class:`~.pending.PendingTable`. When the process ends, every
+request still pending fails at once with
 :class:`~zotd.model.errors.RequestError`; nothing waits for its deadline. So
 does a process that closes its stdout and stays alive: no reply can come, so
 its requests fail and it is stopped (and restarted, as a crash is).
@@ -30,10 +25,9 @@ its requests fail and it is stopped (and restarted, as a crash is).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,19 +36,20 @@ import trio
 from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
-from ..model.manifest import Found, Kind, kind_of, runs_nothing
-from ..model.reg_cache import Cached
+from ..model.manifest import Found, runs_nothing
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
-from . import dozing, status, stopping
+from . import status, stopping
 from .callers import Served
 from .calls import Calls
+from .ext_requests import Requestable
 from .extension_log import ExtensionLog
 from .inbox import Inbox
-from .link import Link, R
+from .link import Link
 from .outcome import Outcome
 from .process import Process, Spawner
+from .sleep_cycle import SleepCycle
 from .status import RUNNING, Host, State
 from .waking import Waking
 
@@ -77,7 +72,7 @@ EOF_GRACE = 0.5
 NOISE_PER_SECOND = noise.PER_SECOND
 
 
-class Extension:
+class Extension(Requestable, SleepCycle):
     """Supervises one extension process for one workspace.
 
     Args:
@@ -153,21 +148,9 @@ class Extension:
         #: A stop's code, and why zotd failed the run itself: how it ended.
         self._outcome = Outcome()
         self._winding_down = False
-        manifest = found.manifest
-        #: Started on its first use (registrations listed from its cache till then).
-        self.lazy = manifest is not None and config.lazy_for(self.name, manifest.lazy)
-        #: Seconds without work before it is put to sleep (0 never).
-        self.idle_stop = config.idle_stop_for(self.name, manifest.idle_stop) if manifest else 0.0
         if cache_dir is None and env.get("ZOT_HOME"):
             cache_dir = Path(env["ZOT_HOME"]) / "cache" / "registrations"
-        self._cache_dir = cache_dir
-        #: What the cache holds now (so that an unchanged listing is not written again).
-        self._cached: Cached | None = None
-        #: What was listed while it slept (set on a wake, until it is ready).
-        self._slept: list[ep.RegisterCommand | ep.RegisterTool] | None = None
-        #: Being put to sleep for idleness (its stop is no crash).
-        self._dozing = False
-        self._became_ready = trio.Event()
+        self._init_sleep(config, cache_dir)
         #: Its requests: held while it sleeps or wakes, else through the run's link.
         self._calls = Waking(
             self,
@@ -183,32 +166,17 @@ class Extension:
         #: Its stdout's reader and its handshake; made when the process starts.
         self._inbox: Inbox | None = None
 
-    def _new_link(self) -> Link:
-        """A run's link (a new one for each run: an MCP session is used once)."""
-        link: Link = Calls(self, self._config.extension_queue, self._config.extension_queue_bytes)
-        if kind_of(self.found) == Kind.MCP and not self.found.error:
-            try:
-                from .mcp_link import McpLink  # (imports the `mcp` package: only when needed)
-            except ImportError as exc:  # a broken install: this one fails, not the workspace
-                self.found = dataclasses.replace(
-                    self.found, error=f"cannot speak MCP: {exc} (pip install 'mcp>=2')"
-                )
-                self.last_error = self.found.error
-            else:
-                self._mcp = McpLink(self, host=self._host, config=self._config)
-                link = self._mcp.calls
-        self._calls.attach(link)
-        return link
-
     # --- lifetime ---------------------------------------------------------------
 
     async def run(self) -> None:
         """Runs the extension until its process ends; never raises ``Exception``.
 
         Broken, disabled and untrusted extensions return at once; so does one
-        that names no program (skills or a theme only), ready. When it
-        returns, the process is gone and every request sent to it has its
-        answer or has failed.
+        that names no program (skills or a theme only), ready. A lazy or
+        idle-stopping one runs until a run ends for another reason than
+        idleness, or it is stopped while asleep (see :mod:`.sleep_cycle`).
+        When it returns, the process is gone and every request sent to it
+        (or held for it) has its answer or has failed.
 
         Cancellation kills the process group (SIGKILL) and reaps it,
         shielded, within ``kill_timeout``, before :exc:`trio.Cancelled`
@@ -244,53 +212,6 @@ class Extension:
         finally:
             self._finish()
 
-    async def _lifetime(self) -> None:
-        """Its runs: one, or for a lazy or idle-stopping one, sleep, wake, run,
-        sleep again, ... until a run ends for any other reason than idleness."""
-        if self.lazy and self._cache_dir is not None:
-            cached = await dozing.load(self, self._cache_dir)
-            if cached is not None and not self.stop_requested.is_set():
-                self._cached = cached
-                dozing.register(self, self._host, cached)
-                self.note(f"sleeping: {len(cached.registrations)} registrations from its cache")
-                self._asleep()
-        while True:
-            if self.state == State.SLEEPING:
-                await self._calls.wanted.wait()  # (stop sets it too)
-                if self.stop_requested.is_set():
-                    self.state = State.EXITED
-                    return
-                self._wake()
-            await self._run_once()
-            if not self._dozing or self.stop_requested.is_set():
-                return
-            self._asleep()
-            if self.lazy and self._cache_dir is not None and dozing.snapshot(self) != self._cached:
-                await self._save_cache()
-
-    def _asleep(self) -> None:
-        """It sleeps: no process; its registrations stay listed."""
-        self._calls.hold()
-        self.state = State.SLEEPING
-        self._process = None
-        self.pid = self.started_at = self.exit_code = None
-        self.settled.set()
-        self._host.on_changed(self)
-
-    def _wake(self) -> None:
-        """A held request wants it: a new run, whose requests are held until it is ready."""
-        self.note(f"woke for {self._calls.reason}")
-        self._outcome = Outcome()
-        self._process_exited = trio.Event()
-        self._became_ready = trio.Event()
-        self._winding_down = self._dozing = False
-        self._inbox = None
-        self.capabilities = []
-        self.hello_warning = ""
-        self._slept, self.registrations = self.registrations, []
-        self._link = self._new_link()
-        self.state = State.STARTING
-
     async def _run_once(self) -> None:
         """One run: its process from spawn to exit (or its connection, at a url)."""
         if self._mcp is not None and self._mcp.remote:  # an MCP server at a url
@@ -319,33 +240,6 @@ class Extension:
         self.note(f"started pid {self.pid}: {' '.join(self.found.argv)}")
         self._host.on_changed(self)
         await self._supervise(process)
-
-    async def _keep_idle(self, process: Process | None) -> None:
-        """Once ready: caches a lazy one's registrations, and puts it to sleep
-        after ``idle_stop`` seconds without work (``shutdown``, then the stop
-        escalation). Cancellation leaves a stop it began where it was."""
-        await self._became_ready.wait()
-        if self.lazy and self._cache_dir is not None:
-            await self._save_cache()
-        await self._calls.idle()  # (forever, for idle_stop 0)
-        self._dozing = True
-        self._calls.hold()
-        self.state = State.SLEEPING
-        self._host.on_changed(self)
-        self.note(f"sleeping after {self.idle_stop:g} s idle")
-        if process is None:  # at a url: its connection
-            if self._mcp is not None:
-                self._mcp.close()
-            return
-        self._winding_down = True
-        self._link.shutdown()
-        await stopping.wind_down(process, self._process_exited, self._config, self.note)
-
-    async def _save_cache(self) -> None:
-        assert self._cache_dir is not None
-        cached = dozing.snapshot(self)
-        if await dozing.save(self, self._cache_dir, cached):
-            self._cached = cached
 
     def _stopped_before_start(self) -> bool:
         if self._outcome.stop_code is None:
@@ -538,12 +432,7 @@ class Extension:
             return
         self.state = State.READY
         self.settled.set()
-        if self._slept is not None:  # woken: its listing, then what was held for it
-            dozing.reconcile(self, self._host, self._slept)
-            self._slept = None
-        if self._calls.holding:
-            self._calls.open()
-        self._became_ready.set()
+        self._woken_ready()
         self._host.on_changed(self)
 
     def _refuse(self, reason: str) -> None:
@@ -569,69 +458,6 @@ class Extension:
         self.last_error = reason
         self.note(reason)
         self.settled.set()
-
-    # --- requests -----------------------------------------------------------------
-
-    @property
-    def running(self) -> bool:
-        """Whether it takes requests: its process is up, or it sleeps and
-        wakes for them (see :mod:`.waking`)."""
-        return self.state in RUNNING or self.state == State.SLEEPING
-
-    @property
-    def up(self) -> bool:
-        """Whether its process is up and takes frames."""
-        return self.state in RUNNING
-
-    @property
-    def alive(self) -> bool:
-        """Whether its process has been spawned and has not exited yet."""
-        return self._process is not None and not self._process_exited.is_set()
-
-    @property
-    def pending(self) -> int:
-        """Requests sent to it (or held for it) and not yet answered, failed or withdrawn."""
-        return len(self._link.pending) + len(self._calls.held)
-
-    async def request(
-        self,
-        make: Callable[[str], bytes],
-        expect: type[R],
-        *,
-        on_reply: Callable[[R], None] | None = None,
-    ) -> R:
-        """Sends the frame ``make(id)`` and waits for the reply with that id
-        (see :meth:`Calls.request <.calls.Calls.request>`).
-
-        Cancellation (the caller's deadline) withdraws the request: the
-        extension is sent ``cancel``, and a reply that comes later is dropped.
-        """
-        return await self._calls.request(make, expect, on_reply=on_reply)
-
-    def ask(
-        self,
-        make: Callable[[str], bytes],
-        expect: type[R],
-        callback: Callable[[R | RequestError], None],
-        *,
-        timeout: float | None = None,
-        alone: bool = True,
-        progress: Callable[[ep.ToolProgress], None] | None = None,
-    ) -> str:
-        """Sends the frame ``make(id)`` without waiting; ``callback`` gets the
-        reply or the error; returns the id (see :meth:`Calls.ask <.calls.Calls.ask>`)."""
-        return self._calls.ask(
-            make, expect, callback, timeout=timeout, alone=alone, progress=progress
-        )
-
-    def withdraw(self, rid: str) -> None:
-        """Forgets a request; sends ``cancel`` if it was still unanswered."""
-        self._calls.withdraw(rid)
-
-    def send_nowait(self, frame: bytes, *, force: bool = False) -> bool:
-        """Queues a one-way frame; ``False`` if it was dropped (queue full or
-        not running; ``force``: past a full queue too)."""
-        return self._calls.send_nowait(frame, force=force)
 
     # --- reporting ----------------------------------------------------------------
 
