@@ -337,6 +337,23 @@ async def test_a_command_wakes_it_within_the_command_deadline(
         assert "woke for command /go" in log_of(paths, "cmd")
 
 
+async def test_what_is_held_while_it_wakes_is_bounded_in_bytes(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    lazy(paths, "lz")
+    await fill_cache(paths, project, "lz", [])
+    config = Config(extension_queue_bytes=200)
+    async with workspace(paths, project, {"lz": tool_server("lz", [], delay=1)}, config) as (ws, _):
+        results: list[ap.CallData | RequestError] = []
+        ws.start_call("t", Raw(b'{"n": 1}'), None, results.append)  # held: about 60 bytes
+        with pytest.raises(RequestError) as err:
+            ws.start_call("t", Raw(b'{"pad": "' + b"p" * 200 + b'"}'), None, results.append)
+        assert err.value.code == "busy"
+        assert "is starting and holds" in err.value.message
+        await trio.sleep(2)
+        assert len(results) == 1 and isinstance(results[0], ap.CallData)  # the first went
+
+
 async def test_a_changed_manifest_invalidates_the_cache(
     autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
 ) -> None:

@@ -287,7 +287,8 @@ class Waking:
             self.link.shutdown()
 
     def _link_now(self) -> Link:
-        if self.link is None or not self._ext.up:
+        # (whether the process takes requests, the link itself checks)
+        if self.link is None:
             raise extension_failed(f"extension {self._ext.name!r} is {self._ext.state}")
         return self.link
 
