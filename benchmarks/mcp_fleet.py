@@ -15,9 +15,10 @@ Two groups of figures, run by ``bench.py --only mcp`` (and by a full run):
   agents exist in both set-ups, and zotd's clients are not counted either).
 * **lazy**: a workspace of ten lazy extensions (``echo_ext.py``, ``"lazy":
   true``) whose registrations were cached by a previous daemon run, beside
-  ten eager ones and beside a workspace with no extensions: the time from the
-  agent's connect (and ``hello``) to its first ``list_tools`` showing every
-  tool, and to the answer of its first call.
+  ten eager ones, ten disabled ones (what discovering ten costs) and a
+  workspace with no extensions: the time from the agent's connect (and
+  ``hello``) to its first ``list_tools`` showing every tool, and to the
+  answer of its first call.
 
 Memory and processes are read from ``/proc`` (Linux only, like the rest of the
 benchmarks): a process's children by the parent pid in ``/proc/PID/stat``, its
@@ -512,10 +513,11 @@ class FirstUse:
     running: int
 
 
-def lazy_sandbox(box: Sandbox, count: int, lazy: bool) -> None:
+def lazy_sandbox(box: Sandbox, count: int, lazy: bool, enabled: bool = True) -> None:
     for i in range(count):
         argv = ext_argv(f"t{i:02d}", "tool")
-        write_manifest(box, f"t{i:02d}", {"exec": argv[0], "args": argv[1:], "lazy": lazy})
+        fields = {"exec": argv[0], "args": argv[1:], "lazy": lazy, "enabled": enabled}
+        write_manifest(box, f"t{i:02d}", fields)
 
 
 async def first_use(daemon: Daemon, count: int) -> FirstUse:
@@ -596,15 +598,19 @@ def warm(box: Sandbox, count: int) -> None:
 
 
 def round_lazy(quick: bool, into: dict[str, float]) -> None:
-    """First ``list_tools`` and first call: none, ten eager, ten lazy (keys ``lazy.*``).
+    """First ``list_tools`` and first call: none, ten disabled, ten eager, ten
+    lazy (keys ``lazy.*``).
 
-    Each repetition starts a fresh daemon for each of the three, one after
-    another, so the three saw the same minute; the round keeps the medians.
+    Each repetition starts a fresh daemon for each of the four, one after
+    another, so the four saw the same minute; the round keeps the medians.
     """
     reps = 5 if quick else 9
     samples: dict[str, list[float]] = {}
     lazy_running: list[int] = []
-    with sandbox() as none, sandbox() as eager, sandbox() as lazy:
+    with sandbox() as none, sandbox() as off, sandbox() as eager, sandbox() as lazy:
+        # Ten disabled: what finding and reading ten manifests costs the
+        # workspace's start, with nothing run or listed.
+        lazy_sandbox(off, LAZY, lazy=False, enabled=False)
         lazy_sandbox(eager, LAZY, lazy=False)
         lazy_sandbox(lazy, LAZY, lazy=True)
         try:
@@ -616,6 +622,7 @@ def round_lazy(quick: bool, into: dict[str, float]) -> None:
         for _ in range(reps):
             for label, box, count in (
                 ("none", none, 0),
+                ("off", off, 0),
                 ("eager", eager, LAZY),
                 ("lazy", lazy, LAZY),
             ):
@@ -633,7 +640,7 @@ def round_lazy(quick: bool, into: dict[str, float]) -> None:
                     samples.setdefault(f"lazy.{label}.call", []).append(use.called)
                 if label == "lazy":
                     lazy_running.append(use.running)
-    for key in ("lazy.none.list", "lazy.eager.list", "lazy.eager.call"):
+    for key in ("lazy.none.list", "lazy.off.list", "lazy.eager.list", "lazy.eager.call"):
         into[key] = statistics.median(samples[key])
     if "lazy.lazy.list" in NOT_MEASURED:
         return
@@ -678,6 +685,13 @@ ROWS: list[tuple[str, str, str, tuple[str, str, str] | None, tuple[str, float] |
     ("RSS, zotd alone, 10 MCP servers", "MiB", "fleet.zotd.daemon", None, None),
     ("RSS, zotd alone, 10 zot extensions", "MiB", "fleet.zot.daemon", None, None),
     ("first list_tools, no extensions", "ms", "lazy.none.list", None, None),
+    (
+        "first list_tools, 10 disabled",
+        "ms",
+        "lazy.off.list",
+        ("none", "lazy.none.list", "over"),
+        None,
+    ),
     (
         "first list_tools, 10 eager",
         "ms",
