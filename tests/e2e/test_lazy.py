@@ -119,7 +119,9 @@ def test_idle_stop_puts_it_to_sleep_and_a_call_wakes_it(cli: Cli) -> None:
     assert out.strip() == f"pid {starts(pids)[1]}"
 
 
-def test_a_lazy_mcp_server_is_listed_asleep_and_woken_by_a_call(cli: Cli) -> None:
+def test_a_lazy_mcp_server_is_listed_asleep_woken_by_a_call_and_sleeps_when_idle(
+    cli: Cli,
+) -> None:
     directory = cli.home / "extensions" / "greeter"
     directory.mkdir(parents=True)
     shutil.copy(GREETER, directory / "greeter.py")
@@ -129,6 +131,7 @@ def test_a_lazy_mcp_server_is_listed_asleep_and_woken_by_a_call(cli: Cli) -> Non
         "exec": sys.executable,
         "args": ["greeter.py"],
         "lazy": True,
+        "idle_stop": 1,
     }
     (directory / "extension.json").write_text(json.dumps(manifest))
     cli.start()
@@ -139,6 +142,12 @@ def test_a_lazy_mcp_server_is_listed_asleep_and_woken_by_a_call(cli: Cli) -> Non
     info = ext_info(cli, "greeter")
     assert (info["state"], info["pid"]) == ("sleeping", None)
     assert ok(cli.zot("call", "greet", '{"who": "ann"}')).stdout == "hello, ann\n"
+    log = cli.home / "logs" / "ext-greeter.log"
+    assert "woke for tool greet" in log.read_text()
+    # Idle for a second: stopped (its stdin closed, as MCP's stdio shutdown
+    # is), listed asleep with its tool; the next call wakes it again.
+    wait_until(lambda: ext_info(cli, "greeter")["state"] == "sleeping", WAIT, "it to sleep")
     info = ext_info(cli, "greeter")
-    assert info["state"] == "ready" and info["pid"] is not None
-    assert "woke for tool greet" in (cli.home / "logs" / "ext-greeter.log").read_text()
+    assert (info["pid"], info["tools"], info["restarts"]) == (None, ["greet"], 0)
+    assert "sleeping after 1 s idle" in log.read_text()
+    assert ok(cli.zot("call", "greet", '{"who": "bo"}')).stdout == "hello, bo\n"

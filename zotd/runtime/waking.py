@@ -37,6 +37,7 @@ seconds after the last work ended, the extension is put to sleep.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -69,6 +70,11 @@ class _Named(msgspec.Struct):
 
 
 _decode_named = msgspec.json.Decoder(_Named).decode
+
+
+def _same(frame: bytes, _rid: str) -> bytes:
+    """A held request's frame, made under its id already."""
+    return frame
 
 
 def what(frame: bytes) -> str:
@@ -163,7 +169,7 @@ class Waking:
             self.ids.preset(item)
             try:
                 link.ask(
-                    lambda _rid, f=frame: f,  # type: ignore[misc]
+                    functools.partial(_same, frame),
                     slot.expect,
                     callback,
                     timeout=left,
@@ -176,6 +182,12 @@ class Waking:
                 self.ids.preset(None)
         self.wanted = trio.Event()
         self._released.set()
+        if self._dropped:
+            self._ext.note(
+                f"dropped {self._dropped} events while it woke (more than {self._queue} "
+                f"events or {self._queue_bytes} bytes held)"
+            )
+            self._dropped = 0
 
     def fail(self, error: RequestError) -> None:
         """The extension could not wake, or is gone: what is held fails now
@@ -186,11 +198,6 @@ class Waking:
         self._events = self._bytes = 0
         self.held.fail_all(error)
         self._released.set()
-
-    def dropped_events(self) -> int:
-        """How many events were dropped since the last call (held past the bound)."""
-        n, self._dropped = self._dropped, 0
-        return n
 
     # --- the Link -------------------------------------------------------------------
 
