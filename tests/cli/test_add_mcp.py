@@ -5,6 +5,8 @@ a private ``ZOT_HOME`` and ``HOME``, with and without a daemon, and a real MCP s
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +15,10 @@ from typing import Any
 import pytest
 
 from tests.cli.test_cli import Cli
-from tests.cli.test_ext_cli import entries, ext, infos, ok, outcome
+from tests.cli.test_ext_cli import entries, ext, infos, ok, outcome, read_until
 
 GREETER = Path(__file__).with_name("mcp_greeter.py")
+HTTP_GREETER = Path(__file__).with_name("mcp_http_greeter.py")
 #: What add-mcp's and import-mcp's changes without a daemon say.
 OFFLINE = "zotd is not running; it starts when zotd next starts"
 
@@ -136,6 +139,27 @@ def test_add_an_http_server(cli: Cli) -> None:
         "url": "https://mcp.example/mcp",
         "headers": {"Authorization": "Bearer t"},
     }
+
+
+def test_add_an_http_server_that_runs(cli: Cli) -> None:
+    server = cli.popen(
+        [sys.executable, str(HTTP_GREETER)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert server.stderr is not None
+    said = read_until(server.stderr.fileno(), "(Press CTRL+C to quit)")
+    match = re.search(r"Uvicorn running on (http://127\.0\.0\.1:\d+)", said)
+    assert match is not None, said
+    url = f"{match[1]}/mcp"
+    cli.start()
+    dest = cli.home / "extensions" / "remote"
+    res = ext(cli, "add-mcp", "remote", "--url", url, "--header", "X-Test=1")
+    assert outcome(res) == (
+        0,
+        f"installed remote (global, mcp) in {dest}: ready; provides greet\n  http: {url}\n",
+        "",
+    )
+    assert ok(cli.zot("call", "greet", '{"who": "ann"}')).stdout == "hello over http, ann\n"
+    assert infos(cli)["remote"]["pid"] is None  # nothing of it runs here
 
 
 @pytest.mark.parametrize(
