@@ -409,6 +409,30 @@ async def test_a_woken_process_that_registers_less_updates_the_listing(
         assert "no longer registers b" in log_of(paths, "lz")
 
 
+async def test_disable_enable_and_remove_of_a_sleeping_one(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    directory = lazy(paths, "lz")
+    await fill_cache(paths, project, "lz", [])
+    manifest_file = directory / "extension.json"
+    manifest = json.loads(manifest_file.read_text())
+    async with workspace(paths, project, {"lz": tool_server("lz", [])}) as (ws, sp):
+        assert ws.extensions["lz"].state == "sleeping"
+        manifest_file.write_text(json.dumps({**manifest, "enabled": False}))
+        await ws.refresh("lz")
+        assert ws.extensions["lz"].state == "disabled"
+        assert tool_names(ws) == []
+        manifest_file.write_text(json.dumps(manifest))
+        await ws.refresh("lz")  # enabled again: its cache still holds (`enabled` is not in its key)
+        assert ws.extensions["lz"].state == "sleeping"
+        assert tool_names(ws) == ["t"]
+        assert sp.spawns == []
+        manifest_file.unlink()
+        directory.rmdir()
+        assert await ws.refresh("lz") is None
+        assert "lz" not in ws.extensions and tool_names(ws) == []
+
+
 async def test_stop_reload_and_shutdown_of_a_sleeping_or_waking_one(
     autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
 ) -> None:
