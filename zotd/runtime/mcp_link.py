@@ -122,7 +122,7 @@ class McpLink:
                 nursery.cancel_scope.cancel()  # (it returns only when it has failed it)
         except Exception as exc:
             if not self._closed.is_set():
-                self._ext.stuck(f"its connection to {manifest.url} failed: {_why(exc)}")
+                self._ext.stuck(f"lost its connection to {manifest.url} ({_why(exc)})")
         finally:
             self.calls.closed()
 
@@ -175,7 +175,7 @@ class McpLink:
             if ended is not None and ended.is_set():
                 return  # its stdout ended: the process's exit says why
             if ext.running and not ext.stop_requested.is_set():
-                ext.stuck(f"its MCP session failed: {_why(exc)}")
+                ext.stuck(f"broke its MCP session ({_why(exc)})")
 
     async def _settle_after_grace(self) -> None:
         """Agents stop waiting for it after ``ready_grace``, as for a zot
