@@ -396,6 +396,27 @@ async def test_a_corrupt_cache_is_no_cache(
     assert json.loads(cache_file(paths, "lz").read_text())["name"] == "lz"
 
 
+async def test_extensions_starting_together_each_get_their_own_cache(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    names = ["a1", "a2", "a3"]
+    for name in names:
+        lazy(paths, name)
+    behaviours = {n: tool_server(n, [], tools=(f"{n}_tool",)) for n in names}
+    async with workspace(paths, project, behaviours) as (_, sp):
+        assert sorted(n for n, _ in sp.spawns) == names  # no cache yet: all at once
+        await trio.testing.wait_all_tasks_blocked()
+    cache_file(paths, "a2").write_text("not json")  # (read in the same worker thread)
+    async with workspace(paths, project, behaviours) as (ws, sp):
+        assert [n for n, _ in sp.spawns] == ["a2"]
+        assert {n: ws.extensions[n].state for n in names} == {
+            "a1": "sleeping",
+            "a2": "ready",
+            "a3": "sleeping",
+        }
+        assert tool_names(ws) == ["a1_tool", "a2_tool", "a3_tool"]
+
+
 async def test_a_woken_process_that_registers_less_updates_the_listing(
     autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
 ) -> None:
