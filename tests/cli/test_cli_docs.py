@@ -39,6 +39,7 @@ spaces go. Nothing else differs, and no line is skipped.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -404,6 +405,19 @@ def build_cli(session: Session) -> None:
     )
     git("clone", "-q", "--bare", "weather", "weather.git", cwd=src)
     shutil.rmtree(src / "weather" / ".git")
+    (src / "greeter").mkdir()
+    shutil.copy(Path(__file__).parent / "mcp_greeter.py", src / "greeter" / "server.py")
+    (src / "claude_desktop_config.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "greeter": {"command": "python3", "args": ["x.py"]},
+                    "hello": {"command": "python3", "args": [str(src / "greeter" / "server.py")]},
+                    "linear": {"type": "sse", "url": "https://mcp.linear.app/sse"},
+                }
+            }
+        )
+    )
     (src / "broken").mkdir()
     (src / "broken" / "extension.json").write_text(
         '{"name": "broken", "version": "0.1.0", "exec": "./missing", "enabeld": true}\n'
