@@ -109,7 +109,7 @@ def why_not(
     logs = f"`zot ext logs {name}`"
     reload = f"`zot ext reload {name}`"
     first = reason.split("; ")[0]  # "exited with code 3; restarted 5 times ..."
-    if state == "ready":
+    if state in ("ready", "sleeping"):  # (a sleeping one wakes when used)
         return None
     if state == "starting":
         return Why(f"{name} is still starting", "still starting", "try again in a moment")
