@@ -11,9 +11,10 @@ from typing import Any
 import msgspec
 import trio
 
-from tests.conftest import StartDaemon
+from tests.conftest import FAST, StartDaemon
 from tests.e2e.frame_log import WAIT
 from zotd.client import Client
+from zotd.model.config import Config
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
 from zotd.protocol.extension import TextBlock
@@ -41,11 +42,13 @@ async def wait_until(check: Any) -> None:
             await trio.sleep(0.02)
 
 
-async def kitchen(start_daemon: StartDaemon, paths: Paths, project: Path) -> tuple[Path, Path]:
+async def kitchen(
+    start_daemon: StartDaemon, paths: Paths, project: Path, config: Config = FAST
+) -> tuple[Path, Path]:
     """Starts a daemon hosting the kitchen server; returns its events file and dir."""
     events = paths.home / "kitchen.events"
     directory = add_mcp_server(paths.extensions_dir, NAME, env={"KITCHEN_EVENTS": str(events)})
-    await start_daemon()
+    await start_daemon(config)
     return events, directory
 
 
