@@ -4,10 +4,20 @@ The Model Context Protocol server (the official ``mcp`` package's low-level
 ``Server``) and one :mod:`zotd.client` connection share one event loop:
 
 - ``tools/list`` and ``tools/call`` are the workspace's zot tools, through
-  ``list_tools`` and ``call_tool`` (text and image content, ``isError``);
+  ``list_tools`` and ``call_tool``: every tool with its ``outputSchema``,
+  ``title`` and ``annotations`` (those of a hosted MCP server's tools as the
+  server gave them), results with text and image content,
+  ``structuredContent`` and ``isError``. An MCP host runs no zot guards of
+  its own, so each call is put to the workspace's guards first
+  (``intercept``): a blocked call is an error result naming the guard, a
+  rewritten one runs with the guard's arguments;
 - ``prompts/list`` and ``prompts/get`` are its slash commands, through
   ``list_commands`` and ``invoke_command``: a ``prompt`` (or ``insert``)
-  action becomes a user message, a ``display`` an assistant text;
+  action becomes a user message, a ``display`` an assistant text. A hosted
+  MCP server's prompt keeps its own arguments (read from the usage zotd puts
+  in the command's description, ``(/recipe dish=... [diet=...])``), given
+  back to zotd as ``name=value`` pairs; any other command takes one
+  optional argument, ``args``, the text after ``/NAME``;
 - an ``extension_state`` push that changes the tools (or the commands) is
   announced with ``notifications/tools/list_changed``
   (``notifications/prompts/list_changed``).
@@ -22,7 +32,10 @@ imports it only when ``zot mcp`` runs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
+import shlex
 import sys
 from collections import Counter
 from collections.abc import AsyncIterable
@@ -31,6 +44,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 import mcp.types as mt
+import msgspec
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
@@ -60,14 +74,52 @@ def _log(message: str) -> None:
 
 
 def tool_of(info: ap.ToolInfo) -> mt.Tool:
-    """An MCP tool from a zot tool (a schema that is not an object becomes ``{"type": "object"}``)."""
+    """An MCP tool from a zot tool, with its output schema, title and annotations
+    when it has them (a schema that is not an object becomes ``{"type": "object"}``;
+    annotations that are not MCP's are left out)."""
     schema: dict[str, Any] = dict(info.schema) if isinstance(info.schema, dict) else {}
     schema.setdefault("type", "object")
-    return mt.Tool(name=info.name, description=info.description, input_schema=schema)
+    output = info.output_schema if isinstance(info.output_schema, dict) else None
+    annotations: mt.ToolAnnotations | None = None
+    if isinstance(info.annotations, dict):
+        with contextlib.suppress(ValueError):
+            annotations = mt.ToolAnnotations.model_validate(info.annotations)
+    return mt.Tool(
+        name=info.name,
+        title=info.title or None,
+        description=info.description,
+        input_schema=schema,
+        output_schema=output,
+        annotations=annotations,
+    )
+
+
+#: The usage zotd appends to a hosted MCP prompt's description:
+#: ``(/NAME a=... [b=...])`` (see zotd.protocol.mcp_map.register_command).
+_USAGE = re.compile(r"\s*\(/(?P<name>\S+)(?P<args>(?: \[?[A-Za-z_][\w-]*=\.\.\.\]?)+)\)$")
+_USAGE_ARG = re.compile(r"(\[?)([A-Za-z_][\w-]*)=\.\.\.\]?")
+
+
+def prompt_arguments_of(info: ap.CommandInfo) -> tuple[str, list[mt.PromptArgument]] | None:
+    """A hosted MCP prompt's description without its usage, and its arguments
+    (required unless bracketed); ``None`` for a command that shows no usage."""
+    usage = _USAGE.search(info.description)
+    if usage is None or usage["name"] != info.name:
+        return None
+    arguments = [
+        mt.PromptArgument(name=name, required=not optional)
+        for optional, name in _USAGE_ARG.findall(usage["args"])
+    ]
+    return info.description[: usage.start()], arguments
 
 
 def prompt_of(info: ap.CommandInfo) -> mt.Prompt:
-    """An MCP prompt from a slash command; its one optional argument is the command line."""
+    """An MCP prompt from a slash command: a hosted MCP prompt's own arguments,
+    else one optional argument, the command line."""
+    declared = prompt_arguments_of(info)
+    if declared is not None:
+        description, arguments = declared
+        return mt.Prompt(name=info.name, description=description, arguments=arguments)
     return mt.Prompt(
         name=info.name,
         description=info.description,
@@ -75,6 +127,27 @@ def prompt_of(info: ap.CommandInfo) -> mt.Prompt:
             mt.PromptArgument(name=ARGS, description=f"what follows /{info.name}", required=False)
         ],
     )
+
+
+def command_text(arguments: dict[str, str] | None) -> str:
+    """The text after ``/NAME`` for a prompt's arguments: ``args`` as it is,
+    the others as ``name=value`` pairs (quoted as a shell would), which is how
+    zotd gives a hosted MCP prompt its arguments."""
+    arguments = dict(arguments or {})
+    text = arguments.pop(ARGS, "")
+    pairs = [f"{name}={shlex.quote(value)}" for name, value in arguments.items()]
+    return " ".join([*pairs, text] if text else pairs)
+
+
+def structured_of(res: ap.CallData) -> dict[str, Any] | None:
+    """A result's structured content, when it is a JSON object (MCP's
+    ``structuredContent`` can only be one)."""
+    if isinstance(res.structured_content, msgspec.Raw):
+        with contextlib.suppress(ValueError):
+            value = json.loads(bytes(res.structured_content))
+            if isinstance(value, dict):
+                return value
+    return None
 
 
 def content_of(block: object) -> mt.TextContent | mt.ImageContent:
@@ -172,22 +245,33 @@ class Bridge:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
+        args: dict[str, Any] = dict(params.arguments or {})
         try:
+            verdict = await self.zot.intercept(params.name, args)
+            if verdict.block:
+                why = f"blocked by {verdict.extension}: {verdict.reason}".rstrip(": ")
+                return mt.CallToolResult(
+                    content=[mt.TextContent(type="text", text=why)], is_error=True
+                )
+            if isinstance(verdict.args, dict):
+                args = verdict.args
             if ctx.meta is not None and "progress_token" in ctx.meta:
-                res = await self._call_reporting(ctx, params)
+                res = await self._call_reporting(ctx, params.name, args)
             else:
-                res = await self.zot.call_tool(params.name, params.arguments or {})
+                res = await self.zot.call_tool(params.name, args)
         except ZotdError as exc:
             # Unknown tools, timeouts, crashed extensions: the model sees why.
             return mt.CallToolResult(
                 content=[mt.TextContent(type="text", text=exc.message)], is_error=True
             )
         return mt.CallToolResult(
-            content=[content_of(b) for b in res.content], is_error=res.is_error
+            content=[content_of(b) for b in res.content],
+            structured_content=structured_of(res),
+            is_error=res.is_error,
         )
 
     async def _call_reporting(
-        self, ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
+        self, ctx: ServerRequestContext[Any, Any], name: str, args: dict[str, Any]
     ) -> ap.CallData:
         """A tool call whose ``tool_progress`` frames become MCP progress
         notifications (for a caller that sent a progress token). A
@@ -209,9 +293,7 @@ class Bridge:
         async with anyio.create_task_group() as tg:
             tg.start_soon(report)
             with send:
-                result = await self.zot.call_tool(
-                    params.name, params.arguments or {}, on_progress=queue
-                )
+                result = await self.zot.call_tool(name, args, on_progress=queue)
         return result
 
     async def list_prompts(
@@ -223,9 +305,8 @@ class Bridge:
     async def get_prompt(
         self, ctx: ServerRequestContext[Any, Any], params: mt.GetPromptRequestParams
     ) -> mt.GetPromptResult:
-        args = (params.arguments or {}).get(ARGS, "")
         try:
-            res = await self.zot.invoke_command(params.name, args)
+            res = await self.zot.invoke_command(params.name, command_text(params.arguments))
         except ZotdError as exc:
             code = (
                 mt.INVALID_PARAMS if exc.code == ap.ErrorCode.UNKNOWN_COMMAND else mt.INTERNAL_ERROR
