@@ -7,6 +7,7 @@ and guards. Crashes, restarts and ``zot ext`` are in test_mcp_servers_life.py.""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import msgspec
@@ -14,12 +15,18 @@ import trio
 
 from tests.conftest import StartDaemon, add_newer_zot
 from tests.e2e.frame_log import WAIT, frames
+from tests.e2e.test_mcp import ZOT, params
 from tests.mcp_servers import LOG_LINE
 from tests.mcp_servers.agent import NAME, kitchen, raw, ready_tools, state_push, texts, wait_until
-from zotd.client import connect
+from zotd.client import ZotdError, connect
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
 from zotd.protocol.extension import ImageBlock, TextBlock
+
+
+def zot_env(paths: Paths) -> dict[str, str]:
+    """What ``zot`` needs to find this test's daemon."""
+    return dict(params(paths, paths.home).env or {})
 
 
 async def test_tools_are_listed_with_their_schemas_and_annotations(
@@ -198,3 +205,62 @@ async def test_guards_block_and_rewrite_mcp_tool_calls(
     assert texts(result) == ["rewritten by the guard"]
     asked = frames(guard_log, "event_intercept")
     assert [f["tool_name"] for f in asked] == ["echo", "echo"]
+
+
+async def test_a_rewrite_that_breaks_the_mcp_tools_schema_is_refused(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    add_newer_zot(
+        paths.extensions_dir, "guard", paths.home / "guard.frames", "--intercept", "tool_call",
+        "--bad-rewrite", '{"text": 5}',
+    )  # fmt: skip
+    await kitchen(start_daemon, paths, project)
+    async with connect(paths.socket, cwd=project) as zot:
+        await ready_tools(zot)
+        with trio.fail_after(WAIT):
+            reply = await zot.intercept("echo", {"text": "hello"})
+    assert (reply.block, reply.extension) == (True, "guard")
+    assert reply.reason.startswith(
+        "the arguments of tool 'echo' as rewritten by 'guard' do not fit its schema"
+    ), reply.reason
+
+
+async def test_a_calls_deadline_cancels_it_on_the_server(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    events, _ = await kitchen(start_daemon, paths, project)
+    async with connect(paths.socket, cwd=project) as zot:
+        await ready_tools(zot)
+        with trio.fail_after(WAIT):
+            try:  # slow never answers: its deadline is the only way out
+                result = await zot.call_tool("slow", {}, timeout_s=0.5)
+            except ZotdError as exc:
+                message = exc.message
+            else:
+                assert result.is_error
+                message = " ".join(texts(result))
+    assert message == "tool 'slow' (kitchen) did not answer within 0.5 s"
+    await wait_until(lambda: "cancelled slow" in events.read_text().splitlines())
+
+
+async def test_zot_ext_logs_shows_the_servers_log_messages(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    await kitchen(start_daemon, paths, project)
+    async with connect(paths.socket, cwd=project) as zot:
+        await ready_tools(zot)
+        with trio.fail_after(WAIT):
+            await zot.call_tool("chatter", {})
+            while not any(LOG_LINE in line for line in (await zot.ext_logs(NAME)).lines):
+                await trio.sleep(0.05)
+    with trio.fail_after(WAIT):
+        done = await trio.run_process(
+            [str(ZOT), "ext", "logs", NAME],
+            env={**os.environ, **zot_env(paths)},
+            cwd=project,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert f"[info kitchen] {LOG_LINE}" in done.stdout.decode()

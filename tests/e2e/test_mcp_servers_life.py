@@ -36,27 +36,42 @@ async def info_of(zot: Client) -> ap.ExtensionInfo:
     return {e.name: e for e in await zot.list_extensions()}[NAME]
 
 
-async def test_a_crash_fails_the_call_at_once_with_stderr_and_the_server_comes_back(
+async def failure_of(zot: Client, tool: str) -> str:
+    """What the agent is told of a call that fails (an error reply or an error result)."""
+    try:
+        result = await zot.call_tool(tool, {})
+    except ZotdError as exc:
+        return exc.message
+    assert result.is_error, result
+    return "\n".join(texts(result))
+
+
+async def test_a_crash_fails_the_pending_calls_at_once_with_stderr_and_the_server_comes_back(
     start_daemon: StartDaemon, paths: Paths, project: Path
 ) -> None:
-    await kitchen(start_daemon, paths, project, config=RESTARTING)
+    events, _ = await kitchen(start_daemon, paths, project, config=RESTARTING)
+    failures: dict[str, str] = {}
+
+    async def fail(tool: str) -> None:
+        failures[tool] = await failure_of(zot, tool)
+
     async with connect(paths.socket, cwd=project) as zot:
         await ready_tools(zot)
         first = (await info_of(zot)).pid
         await zot.subscribe()
         with trio.fail_after(WAIT):
-            try:
-                result = await zot.call_tool("crash", {})
-            except ZotdError as exc:
-                message = exc.message
-            else:
-                assert result.is_error
-                message = "\n".join(texts(result))
-        assert CRASH_LINE in message
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(fail, "slow")  # waiting for an answer when the server dies
+                await wait_until(lambda: events.exists() and "started slow" in events.read_text())
+                nursery.start_soon(fail, "crash")
         await state_push(zot, lambda f: f.state == "ready" and "echo" in {t.name for t in f.tools})
         info = await info_of(zot)
         with trio.fail_after(WAIT):
             back = await zot.call_tool("echo", {"text": "back again"})
+            logged = (await zot.ext_logs(NAME)).lines
+    assert CRASH_LINE in failures["slow"], failures
+    assert CRASH_LINE in failures["crash"], failures
+    assert any(CRASH_LINE in line for line in logged)
     assert info.restarts == 1
     assert info.pid is not None and info.pid != first
     assert first is not None and not pid_alive(first)
