@@ -15,7 +15,7 @@ from mcp import types as mt
 from tests.conftest import StartDaemon, add_newer_zot
 from tests.e2e.frame_log import WAIT, frames
 from tests.e2e.test_mcp import mcp_session
-from tests.mcp_servers.agent import kitchen
+from tests.mcp_servers.agent import kitchen, wait_until
 from zotd.model.paths import Paths
 
 
@@ -155,3 +155,28 @@ async def test_a_servers_list_changed_reaches_the_host(
             assert "later" not in await prompt_names()
             await session.call_tool("grow_prompts", {})
             await announced_with(mt.PromptListChangedNotification, prompt_names, "later")
+
+
+async def test_progress_reaches_the_host_and_its_cancel_reaches_the_server(
+    start_daemon: StartDaemon, paths: Paths, project: Path
+) -> None:
+    events, _ = await kitchen(start_daemon, paths, project)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    def noted() -> list[str]:
+        return events.read_text().splitlines() if events.exists() else []
+
+    async with mcp_session(paths, project) as session:
+        await host_tools(session)
+        with trio.fail_after(WAIT):
+            steps = await session.call_tool("steps", {}, progress_callback=on_progress)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.call_tool, "slow", {})
+            await wait_until(lambda: "started slow" in noted())
+            nursery.cancel_scope.cancel()  # the host gives the call up
+        await wait_until(lambda: "cancelled slow" in noted())
+    assert texts(steps) == ["done in 3 steps"]
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
