@@ -2,8 +2,8 @@
 (run with ``npx -y`` as an MCP host would), as a global ``kind: mcp``
 extension of a real daemon: its tools with their annotations and output
 schema, plain and structured results, an image, progress from its
-long-running operation, a cancelled operation, and its prompts as slash
-commands. Skipped when ``npx`` is missing, or when the package cannot be
+long-running operation, a cancelled operation, its prompts as slash
+commands; and its tools, structured output and prompts through ``zot mcp``. Skipped when ``npx`` is missing, or when the package cannot be
 fetched (no network)."""
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 import trio
+from mcp import types as mt
 
 from tests.conftest import StartDaemon
 from tests.e2e.frame_log import WAIT
+from tests.e2e.test_mcp import mcp_session
 from tests.mcp_servers import add_mcp_server
 from tests.mcp_servers.agent import raw, texts
 from zotd.client import Client, connect
@@ -153,3 +155,32 @@ async def test_prompts_are_slash_commands(
     assert both.action == "prompt" and "Lyon" in both.prompt and "Rhône" in both.prompt
     assert "Paris" in loose.prompt
     assert "needs city" in missing.error
+
+
+async def test_through_zot_mcp(
+    start_daemon: StartDaemon, paths: Paths, project: Path, npx: str
+) -> None:
+    """An MCP host on ``zot mcp`` sees the server's tools as the server gave them,
+    its structured output, and its prompts with their arguments."""
+    await everything(start_daemon, paths, npx)
+    async with connect(paths.socket, cwd=project) as zot:
+        await ready_tools(zot)
+    async with mcp_session(paths, project) as session:
+        with trio.fail_after(WAIT):
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            weather = await session.call_tool("get-structured-content", {"location": "New York"})
+            prompts = {p.name: p for p in (await session.list_prompts()).prompts}
+            prompt = await session.get_prompt("args-prompt", {"city": "Lyon", "state": "Rhône"})
+    structured = tools["get-structured-content"]
+    assert structured.output_schema is not None and structured.output_schema["type"] == "object"
+    assert structured.annotations is not None and structured.annotations.read_only_hint is True
+    assert tools["echo"].input_schema["required"] == ["message"]
+    assert not weather.is_error
+    assert isinstance(weather.structured_content, dict) and weather.structured_content
+    assert [(a.name, a.required) for a in prompts["args-prompt"].arguments or []] == [
+        ("city", True),
+        ("state", False),
+    ]
+    content = prompt.messages[0].content
+    assert isinstance(content, mt.TextContent)
+    assert "Lyon" in content.text and "Rhône" in content.text
