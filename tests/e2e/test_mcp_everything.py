@@ -3,8 +3,9 @@
 extension of a real daemon: its tools with their annotations and output
 schema, plain and structured results, an image, progress from its
 long-running operation, a cancelled operation, its prompts as slash
-commands; and its tools, structured output and prompts through ``zot mcp``. Skipped when ``npx`` is missing, or when the package cannot be
-fetched (no network)."""
+commands; and its tools, structured output and prompts through ``zot mcp``.
+Skipped when ``npx`` is missing, or when the package cannot be fetched (no
+network)."""
 
 from __future__ import annotations
 
