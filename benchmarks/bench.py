@@ -430,8 +430,11 @@ def report(rounds: list[Figures]) -> tuple[list[list[str]], bool]:
         if why:
             target = f"{row.target[0]} {row.target[1]:g}x" if row.target else ""
             all_met &= row.target is None
+            base = ""
+            if row.baseline and any(row.baseline[1] in r.values for r in rounds):
+                base = f"{fmt(median(row.baseline[1]), row.unit)} ({row.baseline[0]})"
             table.append(
-                [row.label, f"not measured: {why}", "", "", target, "NO" if target else ""]
+                [row.label, f"not measured: {why}", base, "", target, "NO" if target else ""]
             )
             continue
         value = median(row.key)

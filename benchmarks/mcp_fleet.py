@@ -706,6 +706,13 @@ ROWS: list[tuple[str, str, str, tuple[str, str, str] | None, tuple[str, float] |
         ("none", "lazy.none.list", "over"),
         ("<=", 1.2),
     ),
+    (
+        "first list_tools, 10 lazy vs disabled",
+        "ms",
+        "lazy.lazy.list",
+        ("disabled", "lazy.off.list", "over"),
+        None,
+    ),
     ("first call, 10 eager", "ms", "lazy.eager.call", None, None),
     (
         "first call, 10 lazy",
