@@ -3,7 +3,10 @@
 Each operation does its file work through :mod:`zotd.model.manage` in a worker
 thread (a copy or a clone may take a while; the daemon keeps serving), then
 refreshes the extension in every running workspace that sees it, in
-parallel, and answers once the caller's workspace has it ready.
+parallel, and answers once the caller's workspace has it ready. A shared
+extension (one process for every workspace using it) is restarted once,
+however many workspaces refresh it: each operation's refreshes carry one
+token (see :meth:`Workspace.refresh`).
 
 Names are resolved from the caller's workspace: its project-local
 extensions, the global ones and the daemon's ``--ext`` ones. Each operation
@@ -99,12 +102,20 @@ def _affected(hub: Hub, found: Found) -> list[Workspace]:
 
 
 async def _refresh(
-    workspaces: Iterable[Workspace], names: Iterable[str], *, reload: bool = False
+    workspaces: Iterable[Workspace],
+    names: Iterable[str],
+    *,
+    reload: bool = False,
+    op: object | None = None,
 ) -> None:
+    """Refreshes ``names`` in each of ``workspaces``, in parallel; a shared
+    extension among them is reloaded once for all of them (``op``, one per
+    operation, says which refreshes belong together)."""
+    op = op if op is not None else object()
     async with trio.open_nursery() as nursery:
         for ws in workspaces:
             for name in names:
-                nursery.start_soon(partial(ws.refresh, name, reload=reload))
+                nursery.start_soon(partial(ws.refresh, name, reload=reload, op=op))
 
 
 def _change(ws: Workspace, found: Found) -> ap.ExtChangeData:
@@ -217,10 +228,11 @@ async def reload(hub: Hub, ws: Workspace, name: str | None) -> ap.ExtReloadData:
         if why is not None:  # reloading cannot start it: say what can
             raise RequestError(Code.UNAVAILABLE, why.clause())
     else:
+        op = object()  # (a shared extension seen by several workspaces: once)
         async with trio.open_nursery() as nursery:
             for w in workspaces:
                 names_there = set(w.extensions) | {f.name for f in await w.scan()}
-                nursery.start_soon(partial(_refresh, [w], names_there, reload=True))
+                nursery.start_soon(partial(_refresh, [w], names_there, reload=True, op=op))
         names = sorted(ws.extensions)
     infos = [ws.info_of(ws.extensions[n]) for n in names if n in ws.extensions]
     return ap.ExtReloadData(extensions=infos)

@@ -23,6 +23,7 @@ from .. import __version__
 from ..model.config import Config
 from ..model.paths import Paths
 from ..protocol import agent as ap
+from .shared import SharedPool
 from .streams import LineBudget
 from .workspace import Context, Workspace
 
@@ -44,6 +45,8 @@ class Hub:
         self.cwd = cwd
         #: The running workspaces, by root; a workspace leaves when its run ends.
         self.workspaces: dict[Path, Workspace] = {}
+        #: The shared extensions: one process each for every workspace using it.
+        self.shared = SharedPool()
         #: Requests being run now, on all connections.
         self.in_flight = 0
         #: The bytes all connections hold in unfinished lines (``max_buffered_bytes``).
@@ -69,14 +72,15 @@ class Hub:
         Reports started at once: :meth:`join_workspace` works from then on.
         Uptime counts from here.
 
-        Cancellation cancels every workspace's run (each kills its
-        extensions' process groups, as :meth:`Workspace.run` says) and
-        re-raises once they are gone; for a graceful stop call
+        Cancellation cancels every workspace's run and every shared
+        extension's (each kills its extensions' process groups, as
+        :meth:`Workspace.run` says) and re-raises once they are gone; for a graceful stop call
         :meth:`stop_workspaces` first.
         """
         self._started_at = trio.current_time()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self.shared.open(nursery, self.ctx)
             task_status.started()
             await trio.sleep_forever()
 
@@ -92,7 +96,7 @@ class Hub:
         ws = self.workspaces.get(root)
         if ws is None or ws.stopping:
             assert self._nursery is not None, "Hub.run is not running"
-            ws = Workspace(root, self.ctx, provider=provider, model=model)
+            ws = Workspace(root, self.ctx, provider=provider, model=model, shared=self.shared)
             self.workspaces[root] = ws
             self._nursery.start_soon(self._run_workspace, ws)
         ws.acquire()
@@ -111,6 +115,7 @@ class Hub:
         finally:
             ws.stopping = True
             ws.started.set()  # nobody waits forever for a workspace that died
+            self.shared.forget(ws)  # (it detached already, unless it died)
             if self.workspaces.get(ws.root) is ws:
                 del self.workspaces[ws.root]
 
@@ -128,6 +133,7 @@ class Hub:
             async with trio.open_nursery() as nursery:
                 for ws in list(self.workspaces.values()):
                     nursery.start_soon(ws.stop_extensions, code)
+                nursery.start_soon(self.shared.stop_all, code)
 
     # --- admission ------------------------------------------------------------------
 
@@ -174,7 +180,11 @@ class Hub:
                     clients=ws.clients,
                     extensions=len(ws.extensions),
                     ready=sum(1 for e in ws.extensions.values() if e.state == "ready"),
-                    processes=sum(1 for e in ws.extensions.values() if e.alive),
+                    processes=sum(
+                        1
+                        for e in ws.extensions.values()
+                        if e.alive and self.shared.holding(ws, e.name) is None
+                    ),
                 )
                 for _, ws in sorted(self.workspaces.items())
             ],

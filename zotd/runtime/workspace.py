@@ -7,8 +7,10 @@ nursery. When the last client has gone, the workspace stops after
 and its own subscriptions.
 
 This module holds the lifetime: discovery, each extension's restart loop
-(the policy is :mod:`zotd.model.restart`), reloads, stops, the idle watch,
-and what the extensions report. The answers to requests are
+(:mod:`zotd.runtime.keeper`), reloads, stops, the idle watch, and what the
+extensions report. A shared extension (one process for every workspace:
+:mod:`zotd.runtime.shared`) is held here like the others, but runs in the
+hub's pool, which reports what it says to every workspace using it. The answers to requests are
 :mod:`zotd.runtime.requests`; open panels are :mod:`zotd.runtime.panels`;
 the coalescing of ``extension_state`` pushes is
 :mod:`zotd.runtime.state_pushes`.
@@ -21,6 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -28,20 +31,22 @@ from .. import EXTENSION_PROTOCOL_VERSION, __version__
 from ..model import trust
 from ..model.config import BUILTIN_TOOLS, Config
 from ..model.discovery import discover
-from ..model.environment import extension_env, passthrough_for
-from ..model.manifest import Found, Scope
+from ..model.manifest import Found
 from ..model.paths import Paths
 from ..model.registry import Registry
-from ..model.restart import GiveUp, RestartTracker
 from ..protocol import agent as ap
 from ..protocol import extension as ep
-from . import one_way, threads
+from . import keeper, one_way, threads
 from .extension import Extension, State
 from .host_calls import HostCalls
 from .panels import Panels, Subscriber
 from .process import Spawner
 from .requests import Requests
+from .shared import shares
 from .state_pushes import StatePushes
+
+if TYPE_CHECKING:
+    from .shared import SharedPool
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +70,19 @@ class Workspace(Requests):
         ctx: the daemon's shared settings.
         provider: the model provider the first agent named (for ``hello_ack``).
         model: the model the first agent named (for ``hello_ack``).
+        shared: the daemon's shared extensions (the hub's); without it, a
+            shared extension runs as the workspace's own.
     """
 
-    def __init__(self, root: Path, ctx: Context, *, provider: str = "", model: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        ctx: Context,
+        *,
+        provider: str = "",
+        model: str = "",
+        shared: SharedPool | None = None,
+    ) -> None:
         self.root = root
         self.provider = provider
         self.model = model
@@ -76,6 +91,7 @@ class Workspace(Requests):
         self.clients = 0
         self.stopping = False
         self._ctx = ctx
+        self._shared = shared
         self._config = ctx.config
         #: The daemon's settings.
         self.config = ctx.config
@@ -157,78 +173,52 @@ class Workspace(Requests):
         if not self._config.trust_project_extensions:
             store = trust.load(self._ctx.paths.home)
             vet = partial(trust.vet, workspace=self.root, store=store)
-        return discover(
+        found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
             explicit=self._ctx.explicit,
             path_env=self._ctx.env.get("PATH", ""),
             vet=vet,
         )
+        for f in found:  # zotd.toml's `scope` over the manifest's
+            f.sharing = self._config.sharing_for(f.name, f.sharing)
+        return found
 
     def _new(self, found: Found) -> Extension:
-        home = self._ctx.paths.home
-        passthrough = passthrough_for(home, self._config, found.name, found.manifest)
-        env = extension_env(self._ctx.env, found.manifest, str(home), passthrough)
-        if found.scope == Scope.PROJECT:
-            # Python's bytecode cache, written into the directory trust pins,
-            # would read as a change (unless its manifest sets this itself).
-            env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-        ext = Extension(
-            found,
-            host=self,
-            config=self._config,
-            log_path=self._ctx.paths.extension_log(found.name),
-            spawner=self._ctx.spawner,
-            env=env,
-        )
+        ext = keeper.build(found, self, self._ctx)
+        self.adopt(ext)
+        return ext
+
+    def adopt(self, ext: Extension) -> None:
+        """``ext`` runs under its name here from now on (a new process of
+        it: its first registration replaces the names remembered)."""
         self.extensions[ext.name] = ext
         self.registry.begin(ext.name)
-        return ext
 
     def _start(self, found: Found) -> Extension:
         assert self._nursery is not None
+        if self._shared is not None and shares(found):
+            return self._shared.attach(self, found)
         ext = self._new(found)
-        self._nursery.start_soon(self._keep, ext, name=f"extension {ext.name}")
+        self._nursery.start_soon(
+            partial(
+                keeper.keep,
+                ext,
+                self._config,
+                current=self._current,
+                renew=lambda old: self._new(old.found),
+                changed=self._states.changed,
+            ),
+            name=f"extension {ext.name}",
+        )
         return ext
 
-    async def _keep(self, ext: Extension) -> None:
-        """Runs ``ext``, and restarts it per its restart policy when it ends on its own.
+    def _current(self, ext: Extension) -> bool:
+        return not self.stopping and self.extensions.get(ext.name) is ext
 
-        Backoff doubles from ``backoff_initial`` up to ``backoff_max``; more
-        than ``intensity`` restarts within ``window`` seconds marks it failed
-        until it is reloaded. A stop (shutdown, reload, removal) ends this at
-        once, during a backoff too.
-        """
-        tracker = RestartTracker(self._config.restart_for(ext.name))
-        while True:
-            await ext.run()
-            reason = ext.ended_on_its_own()
-            if reason is None or self.stopping or self.extensions.get(ext.name) is not ext:
-                return
-            decision = tracker.on_exit(trio.current_time(), ext.judged_exit_code)
-            if decision is None:
-                return
-            ext.last_error = decision.message(reason)
-            ext.note(ext.last_error)
-            if isinstance(decision, GiveUp):
-                ext.state = State.FAILED
-                self._states.changed(ext)
-                return
-            ext.state = State.RESTARTING
-            ext.restart_at = trio.current_time() + decision.delay
-            self._states.changed(ext)
-            with trio.move_on_after(decision.delay):
-                await ext.stop_requested.wait()
-            if ext.stop_requested.is_set() or self.stopping:
-                ext.state = State.EXITED
-                return
-            tracker.restarted(trio.current_time())
-            new = self._new(ext.found)
-            new.restarts = ext.restarts + 1
-            new.restart_reason = reason
-            ext = new
-
-    async def refresh(self, name: str, *, reload: bool = False) -> Extension | None:
+    async def refresh(
+        self, name: str, *, reload: bool = False, op: object | None = None
+    ) -> Extension | None:
         """Brings extension ``name`` in line with the disk, live.
 
         Re-reads the manifests. If what the workspace runs under ``name`` is
@@ -239,6 +229,11 @@ class Workspace(Requests):
         is ready (or settled). Agents see the change as ``extension_state``
         pushes. Returns what now runs under ``name``, if anything.
 
+        A shared extension (see :mod:`zotd.runtime.shared`) is restarted
+        for every workspace using it, once per ``op`` (an admin operation,
+        which refreshes every workspace that sees it); a workspace that no
+        longer finds it there detaches, and the last to detach stops it.
+
         Shielded: once begun, a change is carried through even if the
         client that asked for it hangs up (it is bounded by the disk read,
         the stop deadlines and ``ready_grace``); cancellation takes effect
@@ -246,10 +241,10 @@ class Workspace(Requests):
         name take turns; a workspace that is stopping refreshes nothing.
         """
         with trio.CancelScope(shield=True):
-            ext = await self._refresh(name, reload=reload)
+            ext = await self._refresh(name, reload=reload, op=op)
         return ext
 
-    async def _refresh(self, name: str, *, reload: bool) -> Extension | None:
+    async def _refresh(self, name: str, *, reload: bool, op: object | None) -> Extension | None:
         async with self._locks.setdefault(name, trio.Lock()):
             if self.stopping:
                 return None
@@ -260,8 +255,14 @@ class Workspace(Requests):
             if old is not None and found is not None and not reload and old.found == found:
                 old.found.passed_over = found.passed_over  # what it stands in for now
                 return old  # unchanged
-            if old is not None:
-                await old.stop(ap.ErrorCode.EXTENSION_FAILED)
+            pool = self._shared
+            held = pool.holding(self, name) if pool is not None else None
+            if pool is not None and found is not None and shares(found):
+                if held is not None and held.key == (found.name, found.dir):
+                    return await pool.ensure(self, found, reload=reload, op=op)
+                await self._let_go(name)
+                return await pool.ensure(self, found, reload=reload, op=op)
+            await self._let_go(name)
             if found is None:
                 if old is not None:
                     del self.extensions[name]
@@ -277,6 +278,19 @@ class Workspace(Requests):
                 ext.restarts = old.restarts + (1 if runs else 0)
             await ext.settled.wait()
             return ext
+
+    async def _let_go(self, name: str) -> None:
+        """Stops what runs here under ``name``: its own process gracefully, or
+        detaches from a shared one (stopping it if this was its last workspace)."""
+        held = self._shared.holding(self, name) if self._shared is not None else None
+        if held is not None and self._shared is not None:
+            last = self._shared.detach(self, name)
+            if last is not None:
+                await last.stop(ap.ErrorCode.EXTENSION_FAILED)
+            return
+        old = self.extensions.get(name)
+        if old is not None:
+            await old.stop(ap.ErrorCode.EXTENSION_FAILED)
 
     async def stop_extension(self, name: str) -> None:
         """Stops extension ``name`` gracefully and keeps it listed (as exited).
@@ -306,10 +320,17 @@ class Workspace(Requests):
         self._stop.set()
 
     async def stop_extensions(self, code: str) -> None:
-        """Stops every extension in parallel (each bounded by the shutdown deadlines)."""
+        """Stops every extension in parallel (each bounded by the shutdown
+        deadlines); detaches from the shared ones, stopping those this was
+        the last workspace of."""
         async with trio.open_nursery() as nursery:
             for ext in list(self.extensions.values()):
-                nursery.start_soon(ext.stop, code)
+                if self._shared is not None and self._shared.holding(self, ext.name):
+                    last = self._shared.detach(self, ext.name)
+                    if last is not None:
+                        nursery.start_soon(last.stop, code)
+                else:
+                    nursery.start_soon(ext.stop, code)
 
     def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
         """Runs ``fn(*args)`` in the workspace's nursery (it ends with the
@@ -370,11 +391,12 @@ class Workspace(Requests):
             model=self.model,
             cwd=str(self.root),
             extension_dir=str(ext.found.dir),
-            data_dir=self._data_dir(ext.name),
+            data_dir=self.data_dir(ext.name),
             capabilities=[ep.CALL_TOOL],
         )
 
-    def _data_dir(self, name: str) -> str:
+    def data_dir(self, name: str) -> str:
+        """``$ZOT_HOME/data/<name>``, made (mode 0700) if need be; "" if it cannot be."""
         # Beside the installed extensions, not inside one: it survives a
         # reinstall or an upgrade. "" if it cannot be made (the extension
         # then has none, and says so if it needs one). Inline, on the loop:
