@@ -9,6 +9,7 @@ import pytest
 import trio
 
 from tests.conftest import FAST, StartDaemon, add_extension, pid_alive
+from zotd.cli.ext_view import scope
 from zotd.client import Client, ZotdError, connect
 from zotd.model.config import RestartPolicy
 from zotd.model.paths import Paths
@@ -59,6 +60,7 @@ async def test_two_workspaces_share_one_process(
         one_a, one_b = await info(a, "one"), await info(b, "one")
         assert one_a.pid is not None and one_a.pid == one_b.pid
         assert (one_a.sharing, one_a.workspaces, one_b.workspaces) == ("shared", 2, 2)
+        assert scope(one_a) == "global, shared by 2"  # zot ext list's SCOPE cell
         # A workspace extension still runs once per workspace.
         own_a, own_b = await info(a, "own"), await info(b, "own")
         assert own_a.pid != own_b.pid

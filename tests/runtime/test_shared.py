@@ -113,6 +113,8 @@ async def test_a_workspace_that_stops_detaches_and_the_last_stops_it(
         await trio.sleep(CONFIG.idle_timeout + 1)
         assert b.root not in hub.workspaces
         assert ext.workspaces == 1 and ext.state == "ready"
+        (entry,) = hub.shared.entries.values()
+        assert list(entry.attached) == [a]  # nothing of b's workspace is kept
         assert not any(isinstance(f, ep.Shutdown) for f in seen)
         a.release()
         await trio.sleep(CONFIG.idle_timeout + 1)

@@ -66,6 +66,7 @@ def offline_info(f: Found, workspace: str = "") -> ap.ExtensionInfo:
             for a in f.passed_over
         ],
         skills=[s.name for s in f.skills] if state == "stopped" else [],
+        sharing=f.sharing,
     )
 
 
@@ -105,6 +106,17 @@ def provides(info: ap.ExtensionInfo) -> str:
     return ", ".join(parts) or "-"
 
 
+def scope(info: ap.ExtensionInfo) -> str:
+    """The SCOPE cell: where it was found, and for a shared extension (one
+    process for every workspace) how many workspaces use it now:
+    ``global, shared by 3``."""
+    if info.sharing != "shared":
+        return info.scope
+    if info.state in ("ready", "starting", "stopping", "sleeping", "restarting"):
+        return f"{info.scope}, shared by {info.workspaces}"
+    return f"{info.scope}, shared"
+
+
 def print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool, footer: str = "") -> int:
     """Prints the ``zot ext list`` table (or JSON); notes go to stderr."""
     infos = sorted(infos, key=lambda i: i.name)
@@ -121,7 +133,7 @@ def print_list(infos: list[ap.ExtensionInfo], json: bool, running: bool, footer:
         cells = [
             i.name,
             i.version or "-",
-            i.scope,
+            scope(i),
             "yes" if i.enabled else "no",
             i.state,
             str(i.pid) if i.pid is not None else "-",
