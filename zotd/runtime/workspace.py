@@ -325,7 +325,7 @@ class Workspace(Requests):
         the last workspace of."""
         async with trio.open_nursery() as nursery:
             for ext in list(self.extensions.values()):
-                if self._shared is not None and self._shared.holding(self, ext.name):
+                if self._shared is not None and shares(ext.found):  # (never stopped from here)
                     last = self._shared.detach(self, ext.name)
                     if last is not None:
                         nursery.start_soon(last.stop, code)
