@@ -218,6 +218,16 @@ class HostCalls:
             for call in list(self._calls.pop(ext).values()):
                 call.give_up()
 
+    def extension_left(self, ext: Extension) -> None:
+        """A shared extension no longer uses this workspace (it is stopping):
+        its calls running here are answered now, with an error result, and
+        given up (their tasks end with the workspace)."""
+        for call in list(self._calls.pop(ext, {}).values()):
+            message = f"call_tool {call.name!r} failed: the workspace it ran in stopped"
+            self._send(ext, call.id, call.name, [ep.TextBlock(message)], True)
+            call.withdraw()
+            call.give_up()
+
     async def _run(self, call: HostCall, limit: float) -> None:
         """Carries ``call`` out and replies; never raises but ``Cancelled``
         (the workspace stopping: its extensions are gone then)."""

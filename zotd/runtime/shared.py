@@ -173,6 +173,7 @@ class Shared:
         if ws.extensions.get(self.name) is ext:
             ws.registry.remove(self.name)
             ws.panels.extension_stopped(self.name)
+        ws.host_calls.extension_left(ext)
         ext.workspaces = max(1, len(self.attached))
         self.on_changed(ext)
 
