@@ -67,6 +67,9 @@ async def test_two_workspaces_share_one_process(
         assert (own_a.sharing, own_a.workspaces) == ("workspace", 1)
         status = await a.status()
         assert sorted(ws.processes for ws in status.workspaces) == [1, 1]  # their own
+        assert [(s.name, s.state, s.pid) for s in status.shared] == [("one", "ready", one_a.pid)]
+        assert status.shared[0].workspaces == sorted([str(project), str(other)])
+        assert status.processes == 3  # two of their own, one shared
 
 
 async def test_the_last_workspace_to_leave_stops_it(

@@ -137,10 +137,11 @@ def install(
 
 def copies_note(st: ap.StatusData, here: Path) -> str:
     """Says that global extensions run once per workspace, and how many processes that is."""
-    processes = sum(ws.processes for ws in st.workspaces)
+    but, shared = (", but shared ones", f", {len(st.shared)} shared") if st.shared else ("", "")
     return (
         f"(this is {here}'s workspace; each workspace runs its own copy of every "
-        f"extension it sees: {len(st.workspaces)} workspace(s), {processes} extension process(es) in all)"
+        f"extension it sees{but}: {len(st.workspaces)} workspace(s), "
+        f"{st.processes} extension process(es) in all{shared})"
     )
 
 

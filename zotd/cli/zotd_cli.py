@@ -239,10 +239,9 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
     if json:
         print_json({"running": True, **msgspec.structs.asdict(st)})
         return 0
-    processes = sum(ws.processes for ws in st.workspaces)
     print(
         f"zotd {st.zotd_version} running: pid {st.pid}, socket {st.socket}, "
-        f"up {duration(st.uptime_s)}; {processes} extension process(es)"
+        f"up {duration(st.uptime_s)}; {st.processes} extension process(es)"
     )
     if not st.workspaces:
         print("no workspaces (none until an agent says hello)")
@@ -251,8 +250,15 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
             f"  {printable(ws.path)}: {ws.ready}/{ws.extensions} extensions ready, "
             f"{ws.processes} process(es), {ws.clients} client(s)"
         )
+    for shared in st.shared:
+        pid = f"pid {shared.pid}" if shared.pid is not None else "no process"
+        print(
+            f"  shared: {printable(shared.name)}, {shared.state}, {pid}, "
+            f"{len(shared.workspaces)} workspace(s)"
+        )
     if len(st.workspaces) > 1:
-        print("(each workspace runs its own copy of every extension it sees)")
+        but = ", but shared ones" if st.shared else ""
+        print(f"(each workspace runs its own copy of every extension it sees{but})")
     return 0
 
 

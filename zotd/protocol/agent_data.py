@@ -305,8 +305,20 @@ class WorkspaceStatus(msgspec.Struct):
     clients: int
     extensions: int
     ready: int
-    #: Extension processes this workspace runs now (each workspace runs its own).
+    #: Extension processes of its own running now (shared ones are in
+    #: :attr:`StatusData.shared`).
     processes: int = 0
+
+
+class SharedStatus(msgspec.Struct):
+    """One shared extension in ``status``: one process for every workspace using it."""
+
+    name: str
+    dir: str
+    state: str
+    pid: int | None
+    #: The workspaces using it (their paths).
+    workspaces: list[str]
 
 
 class StatusData(msgspec.Struct):
@@ -317,6 +329,15 @@ class StatusData(msgspec.Struct):
     socket: str
     uptime_s: float
     workspaces: list[WorkspaceStatus]
+    #: The shared extensions (``scope: shared``), by name.
+    shared: list[SharedStatus] = []
+
+    @property
+    def processes(self) -> int:
+        """Extension processes running in all: the workspaces' own and the shared ones."""
+        return sum(ws.processes for ws in self.workspaces) + sum(
+            1 for s in self.shared if s.pid is not None
+        )
 
 
 class Empty(msgspec.Struct, gc=False):

@@ -188,4 +188,14 @@ class Hub:
                 )
                 for _, ws in sorted(self.workspaces.items())
             ],
+            shared=[
+                ap.SharedStatus(
+                    name=entry.name,
+                    dir=str(entry.key[1]),
+                    state=entry.ext.state,
+                    pid=entry.ext.pid if entry.ext.alive else None,
+                    workspaces=sorted(str(ws.root) for ws in entry.attached),
+                )
+                for entry in sorted(self.shared.entries.values(), key=lambda e: e.key)
+            ],
         )
