@@ -752,7 +752,7 @@ async def test_unattached_hello(start_daemon: StartDaemon, paths: Paths, project
         status = await c.request({"id": 2, "type": "status"})
         assert status["success"] is True
         data = status["data"]
-        assert set(data) == {"pid", "zotd_version", "socket", "uptime_s", "workspaces"}
+        assert set(data) == {"pid", "zotd_version", "socket", "uptime_s", "workspaces", "shared"}
         assert (data["pid"], data["zotd_version"], data["socket"], data["workspaces"]) == (
             os.getpid(),
             __version__,

@@ -201,11 +201,32 @@ def stop(*, where: Where | None = None) -> int:
             # Polling is the point: nothing else tells us the socket is gone.
             while await _answers(paths, config, pid):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
+            # Then its extensions' shutdown: "stopped" means its process is gone.
+            with anyio.move_on_after(config.stop_bound + 1.0):
+                while not _gone(pid):  # noqa: ASYNC110
+                    await anyio.sleep(0.05)
             print(f"zotd stopped (pid {pid})")
             return 0
         return die(f"zotd: pid {pid} is still answering after 10 s")
 
     return run_async(go)
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie counts as exited)."""
+    if os.path.isdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                return f.read().rpartition(b")")[2].split()[0] == b"Z"
+        except OSError:
+            return True
+    try:  # no /proc (macOS): ask the kernel
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 async def _answers(paths: Paths, config: Config, pid: int) -> bool:
