@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 from mcp import types as mt
 
-from zotd.integrations.mcp_bridge import (
+from zotd.integrations.mcp_mapping import (
     ARGS,
     command_text,
     prompt_of,
