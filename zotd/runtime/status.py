@@ -97,7 +97,7 @@ def info(
     exited, is one read of at most 8 KiB.
     """
     m = ext.found.manifest
-    shows_pid = ext.running or ext.state == State.STOPPING
+    shows_pid = ext.up or ext.state == State.STOPPING  # (not while it sleeps)
     uptime = None
     if shows_pid and ext.started_at is not None:
         uptime = round(trio.current_time() - ext.started_at, 3)
