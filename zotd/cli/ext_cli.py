@@ -359,3 +359,13 @@ app.command(ext_logs.logs, name="logs")
 app.command(ext_env_cli.env, name="env")
 app.command(ext_mcp_cli.add_mcp, name="add-mcp")
 app.command(ext_mcp_cli.import_mcp, name="import-mcp")
+app.command(
+    "zotd.cli.doctor_cli:doctor",
+    name="doctor",
+    help="Check each extension and say what to do about each problem.",
+)
+app.command(
+    "zotd.cli.dev_cli:dev",
+    name="dev",
+    help="Run an extension from DIR for this workspace, restarted when its files change.",
+)

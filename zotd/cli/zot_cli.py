@@ -51,6 +51,8 @@ app = App(
 app.command(ext_cli.app)
 app.command(hook_cli.app)
 app.command("zotd.cli.skills_cli:skills", name="skills", help="List the extensions' skills.")
+app.command("zotd.cli.audit_cli:audit", name="audit", help="Read the intercept audit trail.")
+app.command("zotd.cli.top_cli:top", name="top", help="A live view of every extension.")
 app.register_install_completion_command(
     help="Install shell completion for zot (bash, zsh or fish; --shell to choose)."
 )

@@ -102,6 +102,50 @@ class PingData(msgspec.Struct, gc=False):
     pong: bool = True
 
 
+class Metrics(msgspec.Struct):
+    """What one extension's process has done, in ``list_extensions`` (see
+    :mod:`zotd.model.metrics`). Counts are since its first start in this
+    workspace (restarts do not reset them); latencies are over the last
+    :data:`~zotd.model.metrics.WINDOW` calls."""
+
+    #: Tool calls and commands answered by it (a result or its own error).
+    calls: int = 0
+    #: Of those, the ones it answered with an error (or that failed: crashed, refused).
+    errors: int = 0
+    #: Requests it did not answer within their deadline.
+    timeouts: int = 0
+    #: Requests the agent withdrew before it answered.
+    cancels: int = 0
+    #: Replies for requests no longer pending (dropped).
+    late_replies: int = 0
+    #: Latency of its answers, milliseconds, over the recent window (``None`` before any).
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    #: Its intercept answers by kind: ``allow``, ``block``, ``rewrite``,
+    #: ``silent`` (no answer in time), ``crashed`` (failed or exited first).
+    intercepts: dict[str, int] = {}
+    #: Its process's resident memory, bytes, and CPU use, percent of one core
+    #: since the last look (``None`` while it has no process, or unreadable).
+    rss_bytes: int | None = None
+    cpu_percent: float | None = None
+    #: CPU seconds its process has used, user and system (``None`` without one).
+    cpu_s: float | None = None
+
+
+class Handshake(msgspec.Struct):
+    """How its last start's handshake went (``zot ext doctor`` shows it)."""
+
+    #: Seconds from spawn to its ``hello`` (``None``: none came).
+    hello_s: float | None = None
+    #: Seconds from spawn to ready (``None``: not ready).
+    ready_s: float | None = None
+    #: Whether zotd took it as ready without a ``ready`` frame (the reference's
+    #: auto-ready after its registrations, or an MCP server's ``initialize``).
+    auto_ready: bool = False
+    #: Frames it sent before its ``hello`` or otherwise out of order, by type.
+    out_of_order: list[str] = []
+
+
 class ExtensionInfo(msgspec.Struct):
     """One extension in ``list_extensions``."""
 
@@ -150,6 +194,10 @@ class ExtensionInfo(msgspec.Struct):
     sharing: str = "workspace"
     #: How many workspaces use this process (1 unless ``shared``).
     workspaces: int = 1
+    #: Calls, errors, latency, intercept answers, memory and CPU.
+    metrics: Metrics = msgspec.field(default_factory=Metrics)
+    #: Its last start's handshake (``None`` before any start).
+    handshake: Handshake | None = None
 
 
 class ExtensionsData(msgspec.Struct):

@@ -37,9 +37,10 @@ from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
 from ..model.manifest import Found, runs_nothing
+from ..model.metrics import Counters
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
-from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
+from ..protocol.agent import ErrorCode, ExtensionInfo, Handshake, Shadowed
 from . import status, stopping
 from .callers import Served
 from .calls import Calls
@@ -131,6 +132,10 @@ class Extension(Requestable, SleepCycle):
         #: Replies that came for no pending request (after a ``cancel``, or
         #: after the host stopped waiting): dropped, and counted here.
         self.late_replies = 0
+        #: Calls, errors, latencies and intercept answers (kept across restarts).
+        self.metrics = Counters()
+        #: How its last start's handshake went (``None`` before any start).
+        self.handshake: Handshake | None = None
         #: What this run registered, in order (for a shared extension's new
         #: workspaces, and a lazy one's cache).
         self.registrations: list[ep.RegisterCommand | ep.RegisterTool] = []

@@ -135,4 +135,6 @@ def info(
         kind=m.kind if m else "zot",
         sharing=ext.found.sharing,
         workspaces=ext.workspaces,
+        metrics=ext.metrics.figures(late_replies=ext.late_replies),
+        handshake=ext.handshake,
     )

@@ -1,0 +1,109 @@
+"""What an extension has done: counts, recent latencies, intercept answers.
+
+One :class:`Counters` per extension (``Extension.metrics``), kept across
+its restarts; the runtime records into it where each request ends (plain
+attribute updates: cheap enough to keep on), and ``list_extensions`` shows
+:meth:`Counters.figures` as :class:`~zotd.protocol.agent_data.Metrics`.
+
+Latency percentiles are over the last :data:`WINDOW` answers only, so
+they say how it does now, and memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from enum import StrEnum
+
+from ..protocol.agent_data import Metrics
+
+__all__ = ["WINDOW", "Counters", "Ending", "GuardAnswer"]
+
+#: How many recent answers the latency percentiles are taken over.
+WINDOW = 256
+
+
+class Ending(StrEnum):
+    """How a request to an extension ended."""
+
+    OK = "ok"  # it answered with a result
+    ERROR = "error"  # it answered with an error, or failed (crashed, refused)
+    TIMEOUT = "timeout"  # no answer within its deadline
+    CANCEL = "cancel"  # the agent withdrew it first
+
+
+class GuardAnswer(StrEnum):
+    """What a guard made of one intercept, as the audit trail and metrics count it."""
+
+    ALLOW = "allow"
+    BLOCK = "block"
+    REWRITE = "rewrite"
+    SILENT = "silent"  # no answer before the decision's deadline
+    CRASHED = "crashed"  # its request failed (it exited, or broke its pipe)
+
+
+class Counters:
+    """One extension's counts and recent latencies."""
+
+    __slots__ = ("_latencies", "calls", "cancels", "errors", "intercepts", "timeouts")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.errors = 0
+        self.timeouts = 0
+        self.cancels = 0
+        self.intercepts: dict[str, int] = {}
+        self._latencies: deque[float] = deque(maxlen=WINDOW)
+
+    def ended(self, ending: Ending, seconds: float) -> None:
+        """A tool call or command to it ended, ``seconds`` after it was sent."""
+        if ending is Ending.TIMEOUT:
+            self.timeouts += 1
+            return
+        if ending is Ending.CANCEL:
+            self.cancels += 1
+            return
+        self.calls += 1
+        if ending is Ending.ERROR:
+            self.errors += 1
+        self._latencies.append(seconds)
+
+    def answered(self, answer: GuardAnswer) -> None:
+        """It answered an intercept this way."""
+        self.intercepts[answer] = self.intercepts.get(answer, 0) + 1
+
+    def figures(
+        self,
+        *,
+        late_replies: int = 0,
+        rss_bytes: int | None = None,
+        cpu_percent: float | None = None,
+        cpu_s: float | None = None,
+    ) -> Metrics:
+        """The counts as ``list_extensions`` shows them."""
+        ordered = sorted(self._latencies)
+        return Metrics(
+            calls=self.calls,
+            errors=self.errors,
+            timeouts=self.timeouts,
+            cancels=self.cancels,
+            late_replies=late_replies,
+            p50_ms=_ms(_rank(ordered, 0.50)),
+            p95_ms=_ms(_rank(ordered, 0.95)),
+            intercepts=dict(sorted(self.intercepts.items())),
+            rss_bytes=rss_bytes,
+            cpu_percent=cpu_percent,
+            cpu_s=cpu_s,
+        )
+
+
+def _rank(ordered: list[float], q: float) -> float | None:
+    """The nearest-rank ``q`` quantile of ``ordered`` (``None`` if empty)."""
+    if not ordered:
+        return None
+    index = max(0, math.ceil(q * len(ordered)) - 1)
+    return ordered[index]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000, 3)
