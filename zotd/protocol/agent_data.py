@@ -132,7 +132,7 @@ class Metrics(msgspec.Struct):
     cpu_s: float | None = None
 
 
-class Handshake(msgspec.Struct):
+class HandshakeInfo(msgspec.Struct):
     """How its last start's handshake went (``zot ext doctor`` shows it)."""
 
     #: Seconds from spawn to its ``hello`` (``None``: none came).
@@ -197,7 +197,7 @@ class ExtensionInfo(msgspec.Struct):
     #: Calls, errors, latency, intercept answers, memory and CPU.
     metrics: Metrics = msgspec.field(default_factory=Metrics)
     #: Its last start's handshake (``None`` before any start).
-    handshake: Handshake | None = None
+    handshake: HandshakeInfo | None = None
 
 
 class ExtensionsData(msgspec.Struct):

@@ -40,7 +40,7 @@ from ..model.manifest import Found, runs_nothing
 from ..model.metrics import Counters
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
-from ..protocol.agent import ErrorCode, ExtensionInfo, Handshake, Shadowed
+from ..protocol.agent import ErrorCode, ExtensionInfo, HandshakeInfo, Shadowed
 from . import status, stopping
 from .callers import Served
 from .calls import Calls
@@ -135,7 +135,7 @@ class Extension(Requestable, SleepCycle):
         #: Calls, errors, latencies and intercept answers (kept across restarts).
         self.metrics = Counters()
         #: How its last start's handshake went (``None`` before any start).
-        self.handshake: Handshake | None = None
+        self.handshake: HandshakeInfo | None = None
         #: What this run registered, in order (for a shared extension's new
         #: workspaces, and a lazy one's cache).
         self.registrations: list[ep.RegisterCommand | ep.RegisterTool] = []
