@@ -5,8 +5,11 @@ its restarts; the runtime records into it where each request ends (plain
 attribute updates: cheap enough to keep on), and ``list_extensions`` shows
 :meth:`Counters.figures` as :class:`~zotd.protocol.agent_data.Metrics`.
 
+What counts as a call is a tool call or a command (:func:`counted`):
+intercept questions are counted apart, by answer (:meth:`Counters.answered`).
+
 Latency percentiles are over the last :data:`WINDOW` answers only, so
-they say how it does now, and memory stays bounded.
+they say how it does now, and memory stays bounded (256 floats).
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import math
 from collections import deque
 from enum import StrEnum
 
+from ..protocol import extension as ep
 from ..protocol.agent_data import Metrics
 
-__all__ = ["WINDOW", "Counters", "Ending", "GuardAnswer"]
+__all__ = ["WINDOW", "Counters", "Ending", "GuardAnswer", "counted", "ending_of"]
 
 #: How many recent answers the latency percentiles are taken over.
 WINDOW = 256
@@ -27,9 +31,10 @@ class Ending(StrEnum):
     """How a request to an extension ended."""
 
     OK = "ok"  # it answered with a result
-    ERROR = "error"  # it answered with an error, or failed (crashed, refused)
+    ERROR = "error"  # it answered with an error (a tool's is_error, a command's error)
+    FAILED = "failed"  # no answer could come: it crashed, was stuck, answered nonsense
     TIMEOUT = "timeout"  # no answer within its deadline
-    CANCEL = "cancel"  # the agent withdrew it first
+    CANCEL = "cancel"  # withdrawn first: by the agent, or by zotd shutting down
 
 
 class GuardAnswer(StrEnum):
@@ -40,6 +45,22 @@ class GuardAnswer(StrEnum):
     REWRITE = "rewrite"
     SILENT = "silent"  # no answer before the decision's deadline
     CRASHED = "crashed"  # its request failed (it exited, or broke its pipe)
+
+
+def counted(expect: type) -> bool:
+    """Whether a request expecting ``expect`` is a call the metrics count
+    (a tool call or a command; not an intercept question)."""
+    return expect is ep.ToolResult or expect is ep.CommandResponse
+
+
+def ending_of(reply: object) -> Ending:
+    """How a request ended that got ``reply``: ``OK``, or ``ERROR`` for a
+    tool result with ``is_error`` or a command's ``error`` action."""
+    if isinstance(reply, ep.ToolResult):
+        return Ending.ERROR if reply.is_error else Ending.OK
+    if isinstance(reply, ep.CommandResponse) and reply.action == "error":
+        return Ending.ERROR
+    return Ending.OK
 
 
 class Counters:
@@ -56,17 +77,27 @@ class Counters:
         self._latencies: deque[float] = deque(maxlen=WINDOW)
 
     def ended(self, ending: Ending, seconds: float) -> None:
-        """A tool call or command to it ended, ``seconds`` after it was sent."""
-        if ending is Ending.TIMEOUT:
-            self.timeouts += 1
-            return
-        if ending is Ending.CANCEL:
-            self.cancels += 1
-            return
-        self.calls += 1
-        if ending is Ending.ERROR:
+        """A tool call or command to it ended, ``seconds`` after it was sent.
+
+        ``OK`` and ``ERROR`` are answers: counted as calls, their latency
+        kept. ``FAILED`` is a call and an error, but no answer (its time
+        says when it failed, not how fast it answers). ``TIMEOUT`` and
+        ``CANCEL`` are not calls.
+        """
+        if ending is Ending.OK:
+            self.calls += 1
+            self._latencies.append(seconds)
+        elif ending is Ending.ERROR:
+            self.calls += 1
             self.errors += 1
-        self._latencies.append(seconds)
+            self._latencies.append(seconds)
+        elif ending is Ending.FAILED:
+            self.calls += 1
+            self.errors += 1
+        elif ending is Ending.TIMEOUT:
+            self.timeouts += 1
+        else:
+            self.cancels += 1
 
     def answered(self, answer: GuardAnswer) -> None:
         """It answered an intercept this way."""

@@ -104,31 +104,38 @@ class PingData(msgspec.Struct, gc=False):
 
 class Metrics(msgspec.Struct):
     """What one extension's process has done, in ``list_extensions`` (see
-    :mod:`zotd.model.metrics`). Counts are since its first start in this
-    workspace (restarts do not reset them); latencies are over the last
-    :data:`~zotd.model.metrics.WINDOW` calls."""
+    :mod:`zotd.model.metrics`). Counts are of tool calls and commands sent
+    to it (intercept questions are counted in ``intercepts``), since its
+    first start in this workspace (restarts do not reset them); latencies
+    are over its last :data:`~zotd.model.metrics.WINDOW` answers."""
 
-    #: Tool calls and commands answered by it (a result or its own error).
+    #: Tool calls and commands it answered (a result or its own error), or
+    #: that failed before it could (it exited, was stuck, answered nonsense).
     calls: int = 0
-    #: Of those, the ones it answered with an error (or that failed: crashed, refused).
+    #: Of those, the ones it answered with an error (a tool result's
+    #: ``is_error``, a command's ``error`` action) or that failed.
     errors: int = 0
-    #: Requests it did not answer within their deadline.
+    #: Requests it did not answer within their deadline (not in ``calls``).
     timeouts: int = 0
-    #: Requests the agent withdrew before it answered.
+    #: Requests withdrawn before it answered: by the agent (``cancel``, a
+    #: hangup) or by zotd shutting down (not in ``calls``).
     cancels: int = 0
     #: Replies for requests no longer pending (dropped).
     late_replies: int = 0
-    #: Latency of its answers, milliseconds, over the recent window (``None`` before any).
+    #: Latency of its answers, milliseconds, from the request's sending to
+    #: its answer, over the recent window (``None`` before any answer).
     p50_ms: float | None = None
     p95_ms: float | None = None
     #: Its intercept answers by kind: ``allow``, ``block``, ``rewrite``,
     #: ``silent`` (no answer in time), ``crashed`` (failed or exited first).
     intercepts: dict[str, int] = {}
-    #: Its process's resident memory, bytes, and CPU use, percent of one core
-    #: since the last look (``None`` while it has no process, or unreadable).
+    #: Its process's resident memory, bytes (its own, not its children's);
+    #: ``None`` while it has no process up, or if it cannot be read.
     rss_bytes: int | None = None
+    #: Its process's CPU use, percent of one core, since the last look (the
+    #: first look: since it started); ``None`` like ``rss_bytes``.
     cpu_percent: float | None = None
-    #: CPU seconds its process has used, user and system (``None`` without one).
+    #: CPU seconds its process has used, user and system (``None`` like ``rss_bytes``).
     cpu_s: float | None = None
 
 
@@ -356,6 +363,8 @@ class WorkspaceStatus(msgspec.Struct):
     #: Extension processes of its own running now (shared ones are in
     #: :attr:`StatusData.shared`).
     processes: int = 0
+    #: Its own extensions' metrics, by name (shared ones' are in :attr:`StatusData.shared`).
+    metrics: dict[str, Metrics] = {}
 
 
 class SharedStatus(msgspec.Struct):
@@ -367,6 +376,8 @@ class SharedStatus(msgspec.Struct):
     pid: int | None
     #: The workspaces using it (their paths).
     workspaces: list[str]
+    #: Its metrics, for every workspace using it.
+    metrics: Metrics = msgspec.field(default_factory=Metrics)
 
 
 class StatusData(msgspec.Struct):

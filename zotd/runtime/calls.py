@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..model.errors import RequestError, extension_failed
+from ..model.metrics import Ending, counted
 from ..protocol import extension as ep
 from .link import R
-from .pending import PendingTable, Slot
+from .pending import PendingTable, Slot, given_up
 from .streams import Outbox
 
 if TYPE_CHECKING:
@@ -117,23 +118,26 @@ class Calls:
                 or replies with a malformed or mismatched frame.
         """
         outbox, rid = self._next_request()
-        slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply)
+        counters = self._ext.metrics if counted(expect) else None
+        slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply, counters=counters)
         self.pending.add(rid, slot)
+        deadline = trio.current_effective_deadline()  # (the caller's: given up past it, timed out)
         put = False
         try:
             try:
                 await outbox.put(make(rid), alone=len(self.pending) == 1, key=rid)
                 put = True
             except trio.BrokenResourceError:
-                raise extension_failed(
-                    f"extension {self._ext.name!r} stopped reading its stdin"
-                ) from None
+                error = extension_failed(f"extension {self._ext.name!r} stopped reading its stdin")
+                slot.fail(error)  # (for the metrics: failed, not given up)
+                raise error from None
             return await slot.wait()
         finally:
             if put:
-                self.withdraw(rid)
-            else:  # given up while waiting for room: the extension knows nothing of it
-                self.pending.pop(rid)
+                self._withdraw(rid, given_up(deadline))
+            elif self.pending.pop(rid) is not None:
+                # given up while waiting for room: the extension knows nothing of it
+                slot.withdrawn(given_up(deadline))
 
     def ask(
         self,
@@ -178,7 +182,8 @@ class Calls:
             raise extension_failed(
                 f"extension {self._ext.name!r} stopped reading its stdin"
             ) from None
-        self.pending.add(rid, Slot(expect, callback, progress=progress), timeout)
+        counters = self._ext.metrics if counted(expect) else None
+        self.pending.add(rid, Slot(expect, callback, progress=progress, counters=counters), timeout)
         return rid
 
     def _stuck(self, outbox: Outbox) -> RequestError:
@@ -198,8 +203,13 @@ class Calls:
         back if it is not written yet, else tells the extension with a
         ``cancel`` frame (``tool_cancel`` for a tool call, see :meth:`cancel`).
         A reply that comes later is dropped and counted."""
+        self._withdraw(rid, Ending.CANCEL)
+
+    def _withdraw(self, rid: str, ending: Ending) -> None:
+        """:meth:`withdraw`, recording ``ending`` for a request still unanswered."""
         slot = self.pending.pop(rid)
         if slot is not None:
+            slot.withdrawn(ending)
             self.cancel(rid, tool=slot.expect is ep.ToolResult)
 
     def _expired(self, rid: str, slot: Slot[Any, ep.ToolProgress]) -> None:

@@ -20,10 +20,13 @@ from pathlib import Path
 import trio
 
 from .. import __version__
+from ..model.audit import trail_path
 from ..model.config import Config
 from ..model.paths import Paths
 from ..protocol import agent as ap
+from .audit_trail import AuditTrail
 from .shared import SharedPool
+from .status import metrics as metrics_of
 from .streams import LineBudget
 from .workspace import Context, Workspace
 
@@ -51,6 +54,12 @@ class Hub:
         self.in_flight = 0
         #: The bytes all connections hold in unfinished lines (``max_buffered_bytes``).
         self.line_budget = LineBudget(ctx.config.max_buffered_bytes)
+        #: Every intercept decision, written to ``$ZOT_HOME/logs/audit.jsonl``.
+        self.audit = AuditTrail(
+            trail_path(ctx.paths.logs_dir),
+            max_bytes=ctx.config.audit_max_bytes,
+            with_args=ctx.config.audit_args,
+        )
         self.shutting_down = False
         self._shutdown = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -81,6 +90,7 @@ class Hub:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.shared.open(nursery, self.ctx)
+            nursery.start_soon(self.audit.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -97,6 +107,7 @@ class Hub:
         if ws is None or ws.stopping:
             assert self._nursery is not None, "Hub.run is not running"
             ws = Workspace(root, self.ctx, provider=provider, model=model, shared=self.shared)
+            ws.audit = self.audit
             self.workspaces[root] = ws
             self._nursery.start_soon(self._run_workspace, ws)
         ws.acquire()
@@ -185,6 +196,11 @@ class Hub:
                         for e in ws.extensions.values()
                         if e.alive and self.shared.holding(ws, e.name) is None
                     ),
+                    metrics={
+                        name: metrics_of(e)
+                        for name, e in sorted(ws.extensions.items())
+                        if self.shared.holding(ws, name) is None
+                    },
                 )
                 for _, ws in sorted(self.workspaces.items())
             ],
@@ -195,6 +211,7 @@ class Hub:
                     state=entry.ext.state,
                     pid=entry.ext.pid if entry.ext.alive else None,
                     workspaces=sorted(str(ws.root) for ws in entry.attached),
+                    metrics=metrics_of(entry.ext),
                 )
                 for entry in sorted(self.shared.entries.values(), key=lambda e: e.key)
             ],

@@ -32,10 +32,11 @@ import trio
 from mcp.shared.exceptions import MCPError
 
 from ..model.errors import RequestError, extension_failed
+from ..model.metrics import Ending, counted
 from ..protocol import extension as ep
 from ..protocol import mcp_map
 from .link import R
-from .pending import PendingTable, Slot
+from .pending import PendingTable, Slot, given_up
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -198,13 +199,15 @@ class McpCalls:
         """Runs the request ``make(id)`` and waits for its reply (see
         :meth:`Calls.request <.calls.Calls.request>`); cancellation withdraws it."""
         rid = self.pending.new_id()
-        slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply)
+        counters = self._ext.metrics if counted(expect) else None
+        slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply, counters=counters)
         self._start(slot, make(rid), rid)
         self.pending.add(rid, slot)
+        deadline = trio.current_effective_deadline()  # (the caller's: given up past it, timed out)
         try:
             return await slot.wait()
         finally:
-            self.withdraw(rid)
+            self._withdraw(rid, given_up(deadline))
 
     def ask(
         self,
@@ -219,14 +222,22 @@ class McpCalls:
         """Starts the request ``make(id)``; ``callback`` gets its reply or error
         (see :meth:`Calls.ask <.calls.Calls.ask>`). Returns its id."""
         rid = self.pending.new_id()
-        slot: Slot[R, ep.ToolProgress] = Slot(expect, callback, progress=progress)
+        counters = self._ext.metrics if counted(expect) else None
+        slot: Slot[R, ep.ToolProgress] = Slot(
+            expect, callback, progress=progress, counters=counters
+        )
         self._start(slot, make(rid), rid)
         self.pending.add(rid, slot, timeout)
         return rid
 
     def withdraw(self, rid: str) -> None:
         """Forgets a request and cancels its MCP request if it still runs."""
-        self.pending.pop(rid)
+        self._withdraw(rid, Ending.CANCEL)
+
+    def _withdraw(self, rid: str, ending: Ending) -> None:
+        slot = self.pending.pop(rid)
+        if slot is not None:
+            slot.withdrawn(ending)
         self._cancel(rid)
 
     def _expired(self, rid: str, slot: Slot[Any, ep.ToolProgress]) -> None:

@@ -19,6 +19,12 @@ The ids come from an :class:`Ids` counter, which tables may share: an
 extension's runs (and the requests held while it wakes, see
 :mod:`.waking`) draw from one, so an id names one request for the
 extension's whole life, whichever run it is sent to.
+
+A slot given the extension's :class:`~zotd.model.metrics.Counters` (a tool
+call's or a command's) records how it ended, once, in the one place every
+ending passes: :meth:`Slot.resolve` (answered: its latency too),
+:meth:`Slot.fail` (a deadline, a crash, nonsense) and :meth:`Slot.withdrawn`
+(given up first), whichever kind of extension it went to.
 """
 
 from __future__ import annotations
@@ -31,12 +37,27 @@ from typing import Any, Generic, NoReturn, TypeVar
 import trio
 
 from ..model.errors import RequestError
+from ..model.metrics import Counters, Ending, ending_of
 from ..protocol.agent import ErrorCode
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 U = TypeVar("U")
+
+#: How a request failed with each error code ended, for the metrics (else ``FAILED``).
+_FAILED_AS: dict[str, Ending] = {
+    ErrorCode.TIMEOUT: Ending.TIMEOUT,
+    ErrorCode.CANCELLED: Ending.CANCEL,
+    ErrorCode.SHUTTING_DOWN: Ending.CANCEL,
+}
+
+
+def given_up(deadline: float) -> Ending:
+    """How an awaited request withdrawn now ended: ``TIMEOUT`` if its
+    caller's deadline (its effective deadline when it was made) has passed,
+    else ``CANCEL`` (the agent's ``cancel``, a hangup)."""
+    return Ending.TIMEOUT if trio.current_time() >= deadline else Ending.CANCEL
 
 
 class Ids:
@@ -77,9 +98,21 @@ class Slot(Generic[R, U]):
             task runs, by the task that resolves it: for what must happen
             before the next frame is read.
         progress: called with each interim update for the request, if set.
+        counters: where its ending is recorded (a tool call's or a
+            command's), if anywhere; it is timed from now.
     """
 
-    __slots__ = ("_callback", "_outcome", "_task", "deadline", "expect", "on_reply", "progress")
+    __slots__ = (
+        "_callback",
+        "_outcome",
+        "_task",
+        "counters",
+        "deadline",
+        "expect",
+        "on_reply",
+        "progress",
+        "sent_at",
+    )
 
     def __init__(
         self,
@@ -88,6 +121,7 @@ class Slot(Generic[R, U]):
         *,
         on_reply: Callable[[R], None] | None = None,
         progress: Callable[[U], None] | None = None,
+        counters: Counters | None = None,
     ) -> None:
         self.expect = expect
         self._callback = callback
@@ -97,6 +131,10 @@ class Slot(Generic[R, U]):
         self.deadline = math.inf
         self._outcome: R | RequestError | None = None
         self._task: trio.lowlevel.Task | None = None
+        #: Where its ending is recorded (``None``: nowhere, or recorded already).
+        self.counters = counters
+        #: When it was made (trio time), for its latency.
+        self.sent_at = trio.current_time() if counters is not None else 0.0
 
     @property
     def callback(self) -> Callable[[R | RequestError], None] | None:
@@ -115,6 +153,8 @@ class Slot(Generic[R, U]):
             return False
         if self._outcome is None:
             self._outcome = reply
+            if self.counters is not None:
+                self._record(ending_of(reply))
             if self.on_reply is not None:
                 try:
                     self.on_reply(reply)
@@ -127,7 +167,21 @@ class Slot(Generic[R, U]):
         """Delivers ``error`` instead of a reply; does nothing if it is done."""
         if self._outcome is None:
             self._outcome = error
+            if self.counters is not None:
+                self._record(_FAILED_AS.get(error.code, Ending.FAILED))
             self._wake(error)
+
+    def withdrawn(self, ending: Ending = Ending.CANCEL) -> None:
+        """It was given up unanswered (its table forgot it): records
+        ``ending`` (``CANCEL``, or ``TIMEOUT`` for a caller's deadline) if
+        nothing ended it yet."""
+        if self._outcome is None and self.counters is not None:
+            self._record(ending)
+
+    def _record(self, ending: Ending) -> None:
+        counters, self.counters = self.counters, None  # (once)
+        assert counters is not None
+        counters.ended(ending, trio.current_time() - self.sent_at)
 
     def _wake(self, outcome: R | RequestError) -> None:
         if self._callback is not None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from ..protocol import extension as ep
-from ..protocol.agent import ExtensionInfo, PassedOver, Shadowed
+from ..protocol.agent import ExtensionInfo, Metrics, PassedOver, Shadowed
+from . import proc_figures
 
 if TYPE_CHECKING:
     from .extension import Extension
@@ -84,6 +85,18 @@ class Host(Protocol):
     def on_exit(self, ext: Extension) -> None: ...
 
 
+def metrics(ext: Extension) -> Metrics:
+    """``ext``'s metrics: its counts, and its process's memory and CPU while
+    the process is up (read now: :func:`.proc_figures.look`)."""
+    proc = proc_figures.look(ext.pid, ext.started_at) if ext.up else proc_figures.NOTHING
+    return ext.metrics.figures(
+        late_replies=ext.late_replies,
+        rss_bytes=proc.rss_bytes,
+        cpu_percent=proc.cpu_percent,
+        cpu_s=proc.cpu_s,
+    )
+
+
 def info(
     ext: Extension,
     commands: list[str],
@@ -94,7 +107,8 @@ def info(
     """``ext`` as ``list_extensions`` shows it, with the names it holds.
 
     Inline on the event loop: the log's tail, read once the process has
-    exited, is one read of at most 8 KiB.
+    exited, is one read of at most 8 KiB; its process's figures, while it
+    runs, two small reads of ``/proc`` (see :func:`metrics`).
     """
     m = ext.found.manifest
     shows_pid = ext.up or ext.state == State.STOPPING  # (not while it sleeps)
@@ -135,6 +149,6 @@ def info(
         kind=m.kind if m else "zot",
         sharing=ext.found.sharing,
         workspaces=ext.workspaces,
-        metrics=ext.metrics.figures(late_replies=ext.late_replies),
+        metrics=metrics(ext),
         handshake=ext.handshake,
     )

@@ -46,10 +46,11 @@ import msgspec
 import trio
 
 from ..model.errors import RequestError, extension_failed
+from ..model.metrics import Ending, counted
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode
 from .link import Link, R
-from .pending import Ids, PendingTable, Slot
+from .pending import Ids, PendingTable, Slot, given_up
 
 if TYPE_CHECKING:
     from .extension import Extension
@@ -177,7 +178,7 @@ class Waking:
                     progress=slot.progress,
                 )
             except RequestError as exc:
-                callback(exc)
+                slot.fail(exc)  # (its callback gets it, and the metrics count it)
             finally:
                 self.ids.preset(None)
         self.wanted = trio.Event()
@@ -219,12 +220,19 @@ class Waking:
             self._waiting += 1
             self._want(lambda: make(""))
             released = self._released
+            deadline = trio.current_effective_deadline()
             try:
                 await released.wait()
+            except trio.Cancelled:  # given up before it woke: never sent
+                if counted(expect):
+                    self._ext.metrics.ended(given_up(deadline), 0.0)
+                raise
             finally:
                 self._waiting -= 1
                 self._touch()
             if self._failure is not None:
+                if counted(expect):
+                    self._ext.metrics.ended(Ending.FAILED, 0.0)
                 raise self._failure
         link = self._link_now()
         if not self._idle_stop:
@@ -262,7 +270,9 @@ class Waking:
 
     def withdraw(self, rid: str) -> None:
         """Forgets a request: one still held is dropped unsent; else the link withdraws it."""
-        if self.held.pop(rid) is not None:
+        slot = self.held.pop(rid)
+        if slot is not None:
+            slot.withdrawn()
             self._forget(rid)
         elif self.link is not None:
             self.link.withdraw(rid)
@@ -322,7 +332,8 @@ class Waking:
         self._frames[rid] = frame
         self._order.append(rid)
         self._bytes += len(frame)
-        self.held.add(rid, Slot(expect, callback, progress=progress), timeout)
+        counters = self._ext.metrics if counted(expect) else None
+        self.held.add(rid, Slot(expect, callback, progress=progress, counters=counters), timeout)
         self._want(lambda: frame)
         return rid
 
