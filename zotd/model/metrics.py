@@ -55,10 +55,10 @@ def counted(expect: type) -> bool:
 
 def ending_of(reply: object) -> Ending:
     """How a request ended that got ``reply``: ``OK``, or ``ERROR`` for a
-    tool result with ``is_error`` or a command's ``error`` action."""
+    tool result with ``is_error`` or a command response with an ``error``."""
     if isinstance(reply, ep.ToolResult):
         return Ending.ERROR if reply.is_error else Ending.OK
-    if isinstance(reply, ep.CommandResponse) and reply.action == "error":
+    if isinstance(reply, ep.CommandResponse) and reply.error:
         return Ending.ERROR
     return Ending.OK
 

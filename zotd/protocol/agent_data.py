@@ -112,8 +112,8 @@ class Metrics(msgspec.Struct):
     #: Tool calls and commands it answered (a result or its own error), or
     #: that failed before it could (it exited, was stuck, answered nonsense).
     calls: int = 0
-    #: Of those, the ones it answered with an error (a tool result's
-    #: ``is_error``, a command's ``error`` action) or that failed.
+    #: Of those, the ones it answered with an error (a tool result with
+    #: ``is_error``, a command response with an ``error``) or that failed.
     errors: int = 0
     #: Requests it did not answer within their deadline (not in ``calls``).
     timeouts: int = 0

@@ -103,4 +103,5 @@ async def keep(
         new = renew(ext)
         new.restarts = ext.restarts + 1
         new.restart_reason = reason
+        new.metrics = ext.metrics  # (its counts go on across restarts)
         ext = new
