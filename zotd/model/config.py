@@ -164,6 +164,11 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, frozen=Tr
     trust_project_extensions: bool = False
     #: An extension's log is rotated past this size (3 older copies are kept).
     max_log_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 10 * 1024 * 1024
+    #: Keep a tool call's arguments in the intercept audit trail
+    #: (``$ZOT_HOME/logs/audit.jsonl``), not only their sha256 digest.
+    audit_args: bool = False
+    #: The audit trail is rotated when it would grow past this size (3 older copies are kept).
+    audit_max_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 10 * 1024 * 1024
     #: Requests one connection may have in flight; past it, ``busy``.
     max_client_requests: Annotated[int, msgspec.Meta(ge=1)] = 256
     #: Requests all connections together may have in flight; past it, ``busy``.

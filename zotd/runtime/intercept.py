@@ -23,11 +23,13 @@ towards refusing.) When several guards block, the first to answer names
 the reason.
 
 The whole decision is bounded by one deadline; a guard that has not
-answered by then, or that fails, counts as allow. Rewritten arguments of an
-extension's tool must still fit the tool's schema, else the last guard to
-rewrite them is taken to block; that check runs inside the same deadline,
-off the event loop (:func:`.argcheck.check_args`), and a check that cannot
-be made in time (or at all) blocks too: it fails closed.
+answered by then, or that fails, counts as allow. (What each guard
+answered, and when, is kept for the audit trail: :mod:`.verdicts`.)
+Rewritten arguments of an extension's tool must still fit the tool's
+schema, else the last guard to rewrite them is taken to block; that check
+runs inside the same deadline, off the event loop
+(:func:`.argcheck.check_args`), and a check that cannot be made in time (or
+at all) blocks too: it fails closed.
 
 A guard drops a line longer than the frame limit unread, and would then
 count as silent, so allow. So no ``event_intercept`` frame past
@@ -45,6 +47,7 @@ from typing import Final
 import msgspec
 import trio
 
+from ..model.audit import GuardVerdict
 from ..model.errors import RequestError
 from ..model.registry import Tool
 from ..protocol import extension as ep
@@ -53,6 +56,7 @@ from ..protocol.frames import is_json_object
 from ..protocol.lines import DEFAULT_MAX_LINE
 from . import argcheck
 from .extension import Extension
+from .verdicts import REWRITES, Verdicts, offered
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +65,6 @@ _MISSING: Final = object()
 #: Room for a request id in a frame measured before it has one (ids are
 #: decimal counters: 20 digits hold any 64-bit one).
 _ID_ROOM: Final = 20
-
-#: The rewrite each event takes: the reply field, keyed by event.
-_REWRITES: Final = {"tool_call": "modified_args", "assistant_message": "replace_text"}
 
 #: What a guard's answer is, once known: its reply, or ``None`` (failed or
 #: silent: counts as allow).
@@ -79,9 +80,11 @@ class Outcome:
         args: the rewritten ``tool_args``, if a guard rewrote them.
         text: the rewritten ``text``, if a guard replaced it.
         rewritten_by: the guards whose rewrites were applied, in order.
+        verdicts: every question to a guard, in the order asked (once decided).
+        took: how long the decision took, in seconds (once decided).
     """
 
-    __slots__ = ("args", "blocked_by", "reason", "rewritten_by", "text")
+    __slots__ = ("args", "blocked_by", "reason", "rewritten_by", "text", "took", "verdicts")
 
     def __init__(self) -> None:
         self.blocked_by = ""
@@ -89,6 +92,8 @@ class Outcome:
         self.args: msgspec.Raw | None = None
         self.text: str | None = None
         self.rewritten_by: list[str] = []
+        self.verdicts: list[GuardVerdict] = []
+        self.took = 0.0
 
     def block(self, guard: str, reason: str) -> None:
         self.blocked_by = guard
@@ -151,6 +156,9 @@ class Decision:
         #: The first guard that answered ``block`` (its answer decides at once).
         self._blocker: int | None = None
         self._wake = trio.Event()
+        self._verdicts = Verdicts(event)
+        self._rounds = 0
+        self._timed_out = False
         self.outcome = Outcome()
 
     async def run(self, limit: float) -> Outcome:
@@ -172,7 +180,8 @@ class Decision:
         child process is killed), then raises :exc:`trio.Cancelled`.
         """
         guards = self._guards
-        deadline = trio.current_time() + limit
+        start = trio.current_time()
+        deadline = start + limit
         try:
             self._ask_round()
             with trio.move_on_at(deadline) as scope:
@@ -190,6 +199,7 @@ class Decision:
                         # The check of the rewrite must have time left.
                         scope.deadline = min(scope.deadline, deadline - check_reserve(limit))
             if scope.cancelled_caught:
+                self._timed_out = True
                 self._settle_at_deadline(limit)
             if self.outcome.args is not None and not self.outcome.blocked_by:
                 await self._check_rewritten_args(deadline)
@@ -198,6 +208,8 @@ class Decision:
             for i, rid in self._asked.items():
                 guards[i].withdraw(rid)  # tells a guard still thinking with `cancel`
             self._asked.clear()
+            self.outcome.verdicts = self._verdicts.close(timed_out=self._timed_out)
+            self.outcome.took = trio.current_time() - start
         return self.outcome
 
     # --- asking ------------------------------------------------------------------------
@@ -214,6 +226,7 @@ class Decision:
         while end < len(guards) - 1 and guards[end].name not in self._rewriters:
             end += 1
         self._round_end = end
+        self._rounds += 1
         make = ep.event_intercept_maker(self._payload)
         size = len(make("")) - 1 + _ID_ROOM
         if size > self._max_frame:
@@ -221,6 +234,7 @@ class Decision:
         for i in range(start, end + 1):
             self._answers[i] = _MISSING
             ext = guards[i]
+            self._verdicts.asked(i, ext, self._rounds)
             try:
                 # Each guard has its own stdin: written at once, not batched.
                 rid = ext.ask(
@@ -263,10 +277,9 @@ class Decision:
             self._on_failure(i, outcome)
             urgent = False
         else:
+            self._verdicts.answered(i, outcome)
             self._answers[i] = outcome
-            urgent = outcome.block or (
-                i == self._pos and (outcome.rewrites_args() or bool(outcome.replace_text))
-            )
+            urgent = outcome.block or (i == self._pos and any(offered(outcome).values()))
             if outcome.block and self._blocker is None:
                 self._blocker = i
         if urgent or not self._asked:
@@ -274,6 +287,7 @@ class Decision:
 
     def _on_failure(self, i: int, exc: RequestError) -> None:
         log.info("intercept: %s counts as allow: %s", self._guards[i].name, exc.message)
+        self._verdicts.failed(i, exc)
         self._answers[i] = None
 
     def _restart_round(self) -> None:
@@ -282,6 +296,7 @@ class Decision:
             rid = self._asked.pop(i, None)
             if rid is not None:
                 self._guards[i].withdraw(rid)
+                self._verdicts.withdrawn(i)
         self._ask_round()
 
     # --- taking answers in order -------------------------------------------------------
@@ -306,17 +321,12 @@ class Decision:
             out.block(guard.name, answer.reason or f"blocked by extension {guard.name!r}")
             return False
         # Which rewrite the event takes, if any; another one is ignored (and noted).
-        offered = {
-            "modified_args": answer.rewrites_args(),
-            "replace_text": bool(answer.replace_text),
-        }
-        wanted = _REWRITES.get(self._event)
-        for field, present in offered.items():
-            if present and field != wanted:
-                guard.note(
-                    f"ignored `{field}` in its answer about `{self._event}`: it does not apply there"
-                )
-        if wanted is None or not offered[wanted]:
+        wanted, offers = REWRITES.get(self._event), offered(answer)
+        for field in (f for f, present in offers.items() if present and f != wanted):
+            guard.note(
+                f"ignored `{field}` in its answer about `{self._event}`: it does not apply there"
+            )
+        if wanted is None or not offers[wanted]:
             return False
         self._rewriters.add(guard.name)
         if wanted == "modified_args":

@@ -25,9 +25,10 @@ from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
 from . import lookup, system_prompt
+from .audit_trail import AuditTrail
 from .callers import Caller, Served
 from .extension import Extension
-from .intercept import Decision, order
+from .intercept import Decision, Outcome, order
 from .panels import Panels, Subscriber
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,8 @@ class Requests:
     _rewriters: set[str]
     #: The last ``sequence`` given to an event (see :meth:`stamp`).
     sequence: int
+    #: Where every intercept decision is recorded (the hub's; none in process tests).
+    audit: AuditTrail | None = None
 
     @functools.cached_property
     def _cwd(self) -> msgspec.Raw:
@@ -298,7 +301,8 @@ class Requests:
         Cancellation (the agent's ``cancel``, a hangup) withdraws every
         question still in flight (each guard still thinking is sent
         ``cancel``; its late answer is dropped), then :exc:`trio.Cancelled`
-        propagates; no verdict is given.
+        propagates; no verdict is given (nor recorded). Every other decision,
+        a failed one too, goes to the audit trail (:mod:`.audit_trail`).
         """
         payload = self.stamp({"event": _EVENT_NAMES[event], **payload})
         guards = order(
@@ -311,6 +315,7 @@ class Requests:
             )
         if not guards:
             await trio.lowlevel.checkpoint()
+            self._audit(event, payload, Outcome())
             return ap.InterceptData(block=False)
         decision = Decision(
             guards,
@@ -320,12 +325,27 @@ class Requests:
             self.registry.tools,
             max_frame=self._config.max_frame_bytes,
         )
-        out = await decision.run(self._config.intercept_timeout)
+        try:
+            out = await decision.run(self._config.intercept_timeout)
+        except RequestError as exc:
+            self._audit(event, payload, decision.outcome, exc)
+            raise
+        self._audit(event, payload, out)
         if out.blocked_by:
             return ap.InterceptData(block=True, reason=out.reason, extension=out.blocked_by)
         return ap.InterceptData(
             block=False, args=out.args, text=out.text, rewritten_by=out.rewritten_by
         )
+
+    def _audit(
+        self,
+        event: str,
+        payload: dict[str, msgspec.Raw],
+        out: Outcome,
+        error: RequestError | None = None,
+    ) -> None:
+        if self.audit is not None:
+            self.audit.decided(self.root, event, payload, out, error)
 
     def _priority(self, name: str) -> int:
         manifest = self.extensions[name].found.manifest
