@@ -26,8 +26,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .manifest import Found, Scope, load
+from .manifest import Found, Scope
 from .mcp_servers import is_project_server, project_servers
+from .rereads import load_found
+from .stamps import Look
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +168,12 @@ def discover(
         sources.append((Scope.PROJECT, servers))
     sources.append((Scope.GLOBAL, _subdirs(global_dir)))
     copies: dict[str, list[Found]] = {}
+    look = Look()  # (the directories on PATH, stamped once for every manifest)
     for scope, items in sources:
         for item in items:
-            found = item if isinstance(item, Found) else load(Path(item), scope, path_env)
+            found = (
+                item if isinstance(item, Found) else load_found(Path(item), scope, path_env, look)
+            )
             same = copies.setdefault(found.name, [])
             kept = next((c for c in same if _slot(c) == _slot(found)), None)
             if kept is not None:

@@ -99,11 +99,12 @@ def path(cache_dir: Path, name: str) -> Path:
     return cache_dir / f"{name}.json"
 
 
-def key(found: Found) -> str:
+def key(found: Found, seen: list[str] | None = None) -> str:
     """The digest the cache of ``found`` is valid for (see the module's docstring).
 
     Blocking and bounded as :func:`~.trust.fingerprint` (and one
-    :data:`~.trust.MAX_FILE_BYTES` read per file its argv names).
+    :data:`~.trust.MAX_FILE_BYTES` read per file its argv names). ``seen``,
+    if given, gets every path the digest depends on (see :mod:`.stamps`).
 
     Raises:
         Uncacheable: its directory is past the fingerprint's bounds, or
@@ -119,13 +120,18 @@ def key(found: Found) -> str:
     if manifest is not None and manifest.exec:
         try:  # (its directory alone: the files its argv names are pinned below)
             directory = dataclasses.replace(found, argv=[])
-            digest.update(trust.fingerprint(directory).encode() + b"\0")
+            digest.update(trust.fingerprint(directory, seen).encode() + b"\0")
         except trust.Untrustable as exc:
             raise Uncacheable(str(exc)) from None
     root = os.path.realpath(found.dir)
+    if seen is not None:
+        seen.append(str(found.dir))
     for i, arg in enumerate(found.argv):
         for value in _paths_in(arg):
-            where = os.path.realpath(os.path.join(found.dir, value))
+            named = os.path.join(found.dir, value)
+            if seen is not None:
+                seen.append(named)
+            where = os.path.realpath(named)
             if i > 0 and _inside(where, root):
                 continue  # pinned with the directory
             whole = i > 0 or not found.exec_on_path

@@ -85,13 +85,16 @@ class _Digest(Protocol):
     def update(self, data: bytes, /) -> None: ...
 
 
-def fingerprint(found: Found) -> str:
+def fingerprint(found: Found, seen: list[str] | None = None) -> str:
     """A digest of everything in ``found``'s directory (see the module's
     docstring), or of an entry of a project's ``.mcp.json`` (see
     :func:`_entry_digest`).
 
     Blocking and bounded: reads at most :data:`MAX_TOTAL_BYTES`, opening
     regular files only.
+
+    ``seen``, if given, gets the path of every directory listed and entry
+    pinned (what the digest depends on: see :mod:`.stamps`).
 
     Raises:
         Untrustable: past a bound, or it would run what the digest cannot pin.
@@ -100,7 +103,7 @@ def fingerprint(found: Found) -> str:
         return _entry_digest(found, pin=True)
     root = _root(found)
     digest = hashlib.sha256(_FORMAT)
-    _walk(root, digest)
+    _walk(root, digest, seen)
     return "sha256:" + digest.hexdigest()
 
 
@@ -214,14 +217,16 @@ def _record(digest: _Digest | None, kind: bytes, rel: str, payload: bytes) -> No
     digest.update(struct.pack(">Q", len(payload)) + payload)
 
 
-def _walk(root: str, digest: _Digest | None) -> None:
+def _walk(root: str, digest: _Digest | None, seen: list[str] | None = None) -> None:
     """Pins every entry under ``root`` into ``digest`` (or only checks the
-    bounds and links, if ``None``), in name order."""
+    bounds and links, if ``None``), in name order; ``seen`` gets each path."""
     entries = 0
     total = 0
     todo = [""]  # directories still to list, relative to root; depth first, by name
     while todo:
         rel_dir = todo.pop()
+        if seen is not None:
+            seen.append(os.path.join(root, rel_dir))
         listed: list[os.DirEntry[str]] = []
         try:
             with os.scandir(os.path.join(root, rel_dir)) as it:
@@ -239,6 +244,8 @@ def _walk(root: str, digest: _Digest | None) -> None:
         subdirs: list[str] = []
         for entry in listed:
             rel = os.path.join(rel_dir, entry.name)
+            if seen is not None:
+                seen.append(entry.path)
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError as exc:

@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from ..model import reg_cache
+from ..model import reg_cache, rereads
+from ..model.config import Config
+from ..model.manifest import Found, runs_nothing
 from ..model.reg_cache import Cached, CacheError, Uncacheable
+from ..model.stamps import Look
 from ..protocol import extension as ep
 from . import threads
 from .status import Host
@@ -36,23 +39,60 @@ def snapshot(ext: Extension) -> Cached:
     return Cached(list(ext.registrations), sorted(ext.events), sorted(ext.intercepts))
 
 
-async def load(ext: Extension, cache_dir: Path) -> Cached | None:
+#: A cache read done ahead (:func:`prefetch`): what :func:`~.reg_cache.load`
+#: returned, or what it raised.
+Prefetched = tuple[Cached | None, str] | Uncacheable | CacheError
+
+
+def prefetch(found: Found, cache_dir: Path, look: Look | None = None) -> Prefetched:
+    """Blocking: reads ``found``'s cache as :func:`load` would, for a
+    workspace's discovery to do in its own worker thread (one hop, not two,
+    on the way to an agent's first ``list_tools``)."""
+    try:
+        want = rereads.cache_key(found, look)
+        return rereads.load_cache(reg_cache.path(cache_dir, found.name), found.name, want, look)
+    except (Uncacheable, CacheError) as exc:
+        return exc
+
+
+def prefetch_lazy(
+    found: list[Found], config: Config, cache_dir: Path, skip: Callable[[Found], bool]
+) -> dict[str, tuple[Found, Prefetched]]:
+    """Blocking: :func:`prefetch` for each of ``found`` that is lazy and may
+    run (but not those ``skip`` says another owner starts), by name, each
+    with the very ``Found`` it was read for."""
+    look = Look()  # (stamped once: the paths the discovery just stamped are looked up again)
+    done: dict[str, tuple[Found, Prefetched]] = {}
+    for f in found:
+        m = f.manifest
+        if m is None or f.error or f.untrusted or not m.enabled or runs_nothing(f):
+            continue
+        if config.lazy_for(f.name, m.lazy) and not skip(f):
+            done[f.name] = (f, prefetch(f, cache_dir, look))
+    return done
+
+
+async def load(
+    ext: Extension, cache_dir: Path, prefetched: Prefetched | None = None
+) -> Cached | None:
     """``ext``'s cached registrations if they are valid for what it runs
     now; ``None`` (and why, in its log) if not. Never raises ``Exception``.
 
-    The reads of the extensions that start together (a workspace's) are
-    done in one worker thread, one after another: each is a fraction of a
+    ``prefetched``, if given, is the read already done (:func:`prefetch`).
+    Otherwise the reads of the extensions that start together are done in
+    one worker thread, one after another: each is a fraction of a
     millisecond, and ten thread hops at once would cost more than the
-    reads (this is on the way to an agent's first ``list_tools``).
-    Cancellation of the first of them waits for the thread to finish; of
-    the others, returns at once."""
+    reads. Cancellation of the first of them waits for the thread to
+    finish; of the others, returns at once."""
     file = reg_cache.path(cache_dir, ext.name)
 
     def read() -> tuple[Cached | None, str]:
-        return reg_cache.load(file, ext.name, reg_cache.key(ext.found))
+        return rereads.load_cache(file, ext.name, rereads.cache_key(ext.found))
 
     try:
-        cached, why = await _read_together(read)
+        if isinstance(prefetched, Exception):
+            raise prefetched
+        cached, why = prefetched if prefetched is not None else await _read_together(read)
     except Uncacheable as exc:
         ext.note(f"lazy, but its registrations cannot be cached ({exc}); starting it now")
         return None
@@ -121,7 +161,7 @@ async def save(ext: Extension, cache_dir: Path, cached: Cached) -> bool:
     file = reg_cache.path(cache_dir, ext.name)
 
     def write() -> bool:
-        return reg_cache.save(file, ext.name, reg_cache.key(ext.found), cached)
+        return reg_cache.save(file, ext.name, rereads.cache_key(ext.found), cached)
 
     try:
         written = await threads.run_sync(write)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,7 @@ from ..protocol.agent import ErrorCode, ExtensionInfo, HandshakeInfo, Shadowed
 from . import status, stopping
 from .callers import Served
 from .calls import Calls
+from .dozing import Prefetched
 from .ext_requests import Requestable
 from .extension_log import ExtensionLog
 from .inbox import Inbox
@@ -82,10 +83,13 @@ class Extension(Requestable, SleepCycle):
         config: deadlines and limits.
         log_path: its log file (``$ZOT_HOME/logs/ext-<name>.log``).
         spawner: starts the process (tests pass in-memory fakes).
-        env: the process's environment.
+        env: the process's environment, or what makes it when the process
+            is spawned (read then: a lazy one's when it first wakes).
         cache_dir: where a lazy one's registrations are cached (by default
             ``$ZOT_HOME/cache/registrations``, its ``env``'s ``ZOT_HOME``;
             none if that is not set).
+        prefetched: its registrations cache, read with its workspace's
+            discovery (see :func:`.dozing.prefetch`): read again if ``None``.
     """
 
     def __init__(
@@ -96,8 +100,9 @@ class Extension(Requestable, SleepCycle):
         config: Config,
         log_path: Path,
         spawner: Spawner,
-        env: Mapping[str, str],
+        env: Mapping[str, str] | Callable[[], Mapping[str, str]],
         cache_dir: Path | None = None,
+        prefetched: Prefetched | None = None,
     ) -> None:
         self.found = found
         self.name = found.name
@@ -153,9 +158,9 @@ class Extension(Requestable, SleepCycle):
         #: A stop's code, and why zotd failed the run itself: how it ended.
         self._outcome = Outcome()
         self._winding_down = False
-        if cache_dir is None and env.get("ZOT_HOME"):
+        if cache_dir is None and not callable(env) and env.get("ZOT_HOME"):
             cache_dir = Path(env["ZOT_HOME"]) / "cache" / "registrations"
-        self._init_sleep(config, cache_dir)
+        self._init_sleep(config, cache_dir, prefetched)
         #: Its requests: held while it sleeps or wakes, else through the run's link.
         self._calls = Waking(
             self,
@@ -256,7 +261,8 @@ class Extension(Requestable, SleepCycle):
     def _spawn(self) -> Process:
         fd = self.log.open_for_child()
         try:
-            return self._spawner(self.found.argv, cwd=self.found.dir, env=self._env, stderr=fd)
+            env = self._env() if callable(self._env) else self._env
+            return self._spawner(self.found.argv, cwd=self.found.dir, env=env, stderr=fd)
         finally:
             os.close(fd)
 

@@ -12,6 +12,7 @@ out its backoffs.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
@@ -20,23 +21,31 @@ from ..model.config import Config
 from ..model.environment import extension_env, passthrough_for
 from ..model.manifest import Found, Scope
 from ..model.restart import GiveUp, RestartTracker
+from .dozing import Prefetched
 from .extension import Extension, Host, State
 
 if TYPE_CHECKING:
     from .workspace import Context
 
 
-def build(found: Found, host: Host, ctx: Context) -> Extension:
+def build(
+    found: Found, host: Host, ctx: Context, prefetched: Prefetched | None = None
+) -> Extension:
     """The supervisor of ``found`` reporting to ``host``: its environment
-    (the allowlist, passthrough and grants, its manifest's ``env``) and its
-    log (``$ZOT_HOME/logs/ext-<name>.log``, one per name)."""
+    (the allowlist, passthrough and grants, its manifest's ``env``; made
+    when its process is spawned) and its log (``$ZOT_HOME/logs/ext-<name>.log``,
+    one per name). ``prefetched``: its registrations cache, if already read."""
     home = ctx.paths.home
-    passthrough = passthrough_for(home, ctx.config, found.name, found.manifest)
-    env = extension_env(ctx.env, found.manifest, str(home), passthrough)
-    if found.scope == Scope.PROJECT:
-        # Python's bytecode cache, written into the directory trust pins,
-        # would read as a change (unless its manifest sets this itself).
-        env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+
+    def env() -> dict[str, str]:
+        passthrough = passthrough_for(home, ctx.config, found.name, found.manifest)
+        made = extension_env(ctx.env, found.manifest, str(home), passthrough)
+        if found.scope == Scope.PROJECT:
+            # Python's bytecode cache, written into the directory trust pins,
+            # would read as a change (unless its manifest sets this itself).
+            made.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+        return made
+
     return Extension(
         found,
         host=host,
@@ -44,7 +53,14 @@ def build(found: Found, host: Host, ctx: Context) -> Extension:
         log_path=ctx.paths.extension_log(found.name),
         spawner=ctx.spawner,
         env=env,
+        cache_dir=cache_dir(ctx),
+        prefetched=prefetched,
     )
+
+
+def cache_dir(ctx: Context) -> Path:
+    """Where lazy extensions' registrations are cached: ``$ZOT_HOME/cache/registrations``."""
+    return ctx.paths.home / "cache" / "registrations"
 
 
 async def keep(

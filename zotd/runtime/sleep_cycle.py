@@ -34,6 +34,7 @@ from ..model.manifest import Found
 from ..model.reg_cache import Cached
 from ..protocol import extension as ep
 from . import dozing, stopping
+from .dozing import Prefetched
 from .link import Link
 from .outcome import Outcome
 from .process import Process
@@ -71,13 +72,17 @@ class SleepCycle:
     _outcome: Outcome
     _winding_down: bool
 
-    def _init_sleep(self, config: Config, cache_dir: Path | None) -> None:
+    def _init_sleep(
+        self, config: Config, cache_dir: Path | None, prefetched: Prefetched | None
+    ) -> None:
         manifest = self.found.manifest
         #: Started on its first use (registrations listed from its cache till then).
         self.lazy = manifest is not None and config.lazy_for(self.name, manifest.lazy)
         #: Seconds without work before it is put to sleep (0 never).
         self.idle_stop = config.idle_stop_for(self.name, manifest.idle_stop) if manifest else 0.0
         self._cache_dir = cache_dir if self.lazy else None
+        #: Its cache, read with its workspace's discovery (once: for its first run).
+        self._prefetched = prefetched
         #: What its cache holds now (an unchanged listing is not written again).
         self._cached: Cached | None = None
         #: What was listed while it slept (from a wake until it is ready).
@@ -105,11 +110,11 @@ class SleepCycle:
         idleness, or it is stopped asleep. Cancellation ends it where it is
         (the supervisor kills a process it was running)."""
         if self._cache_dir is not None:
-            cached = await dozing.load(self._ext, self._cache_dir)
+            prefetched, self._prefetched = self._prefetched, None
+            cached = await dozing.load(self._ext, self._cache_dir, prefetched)
             if cached is not None and not self.stop_requested.is_set():
                 self._cached = cached
                 dozing.register(self._ext, self._host, cached)
-                self.note(f"sleeping: {len(cached.registrations)} registrations from its cache")
                 self._asleep()
         while True:
             if self.state == State.SLEEPING:

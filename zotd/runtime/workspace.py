@@ -36,7 +36,7 @@ from ..model.paths import Paths
 from ..model.registry import Registry
 from ..protocol import agent as ap
 from ..protocol import extension as ep
-from . import keeper, one_way, threads
+from . import dozing, keeper, one_way, threads
 from .extension import Extension, State
 from .host_calls import HostCalls
 from .panels import Panels, Subscriber
@@ -117,6 +117,12 @@ class Workspace(Requests):
         self.host_calls = HostCalls(self)
         #: The last ``sequence`` given to an event of this workspace.
         self.sequence = 0
+        #: Explicit extension directories of this workspace alone, ahead of the
+        #: daemon's ``--ext`` ones (``zot ext dev``: :mod:`zotd.runtime.dev`).
+        #: Replaced, never changed in place: :meth:`discover` reads it in a thread.
+        self.dev_dirs: tuple[Path, ...] = ()
+        #: Lazy extensions' caches read by the last :meth:`discover`, by name.
+        self._prefetched: dict[str, tuple[Found, dozing.Prefetched]] = {}
 
     # --- lifetime -----------------------------------------------------------------
 
@@ -176,16 +182,23 @@ class Workspace(Requests):
         found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
-            explicit=self._ctx.explicit,
+            explicit=[*self.dev_dirs, *self._ctx.explicit],
             path_env=self._ctx.env.get("PATH", ""),
             vet=vet,
         )
         for f in found:  # zotd.toml's `scope` over the manifest's
             f.sharing = self._config.sharing_for(f.name, f.sharing)
+        cache = keeper.cache_dir(self._ctx)
+        self._prefetched = dozing.prefetch_lazy(found, self._config, cache, self._pooled)
         return found
 
+    def _pooled(self, found: Found) -> bool:
+        return self._shared is not None and shares(found)
+
     def _new(self, found: Found) -> Extension:
-        ext = keeper.build(found, self, self._ctx)
+        ahead = self._prefetched.pop(found.name, None)
+        prefetched = ahead[1] if ahead is not None and ahead[0] is found else None
+        ext = keeper.build(found, self, self._ctx, prefetched)
         self.adopt(ext)
         return ext
 

@@ -1,0 +1,130 @@
+"""What every workspace's start reads again, kept while unchanged.
+
+Each workspace that opens reads the manifests of the extensions it sees
+(the global ones are the same for every workspace), and a lazy
+extension's registrations cache, keyed by a digest of what it runs. These
+are :func:`~.manifest.load`, :func:`~.reg_cache.key` and
+:func:`~.reg_cache.load` memoized by :mod:`.stamps`: each result is given
+back while every file and directory it depended on is unchanged, for a few
+``stat`` calls.
+
+What a result depends on:
+
+* a manifest's :class:`~.manifest.Found`: its directory (an entry added or
+  removed: another ``exec`` may resolve), ``extension.json``, the
+  executable it resolved, and for every directory ``exec`` is looked up in
+  (``PATH``, and the Python zotd runs on) that directory and the candidate
+  file in it. One with skills is not kept (it reads their files too).
+* a cache key: every directory and file the fingerprint of its directory
+  walked, and every path its arguments name.
+* a cache's content: its file (written atomically: a new inode).
+
+Plain blocking code, as the functions it wraps; thread-safe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import msgspec
+
+from . import manifest as mf
+from . import reg_cache
+from .manifest import Found
+from .reg_cache import Cached
+from .stamps import Look, Memo, stamp
+
+__all__ = ["cache_key", "load_cache", "load_found"]
+
+_founds: Memo[tuple[str, str, str | None], Found] = Memo()
+_keys: Memo[tuple[object, ...], str] = Memo()
+_caches: Memo[tuple[str, str, str], tuple[Cached | None, str]] = Memo()
+
+_encode = msgspec.json.Encoder().encode
+
+
+def load_found(
+    directory: Path, scope: str, path_env: str | None = None, look: Look | None = None
+) -> Found:
+    """:func:`~.manifest.load`, kept while what it read is unchanged (a copy
+    of its own: the caller may change it)."""
+    directory = directory.absolute()
+
+    def work() -> tuple[Found, list[str] | None]:
+        found = mf.load(directory, scope, path_env)
+        return found, _found_depends(found, path_env)
+
+    kept = _founds.get((str(directory), scope, path_env), work, look or stamp)
+    return dataclasses.replace(
+        kept,
+        argv=list(kept.argv),
+        warnings=list(kept.warnings),
+        skills=list(kept.skills),
+        passed_over=[],
+    )
+
+
+def cache_key(found: Found, look: Look | None = None) -> str:
+    """:func:`~.reg_cache.key`, kept while what it read is unchanged.
+
+    Raises:
+        Uncacheable: as :func:`~.reg_cache.key` (never kept).
+    """
+    manifest = msgspec.structs.asdict(found.manifest) if found.manifest is not None else None
+    key = (str(found.dir), found.name, tuple(found.argv), found.exec_on_path, _encode(manifest))
+
+    def work() -> tuple[str, list[str]]:
+        seen: list[str] = []
+        return reg_cache.key(found, seen), seen
+
+    return _keys.get(key, work, look or stamp)
+
+
+def load_cache(
+    file: Path, name: str, want: str, look: Look | None = None
+) -> tuple[Cached | None, str]:
+    """:func:`~.reg_cache.load`, kept while the file is unchanged (a copy).
+
+    Raises:
+        CacheError: as :func:`~.reg_cache.load` (never kept).
+    """
+
+    def work() -> tuple[tuple[Cached | None, str], list[str]]:
+        return reg_cache.load(file, name, want), [str(file)]
+
+    cached, why = _caches.get((str(file), name, want), work, look or stamp)
+    if cached is None:
+        return None, why
+    return Cached(list(cached.registrations), list(cached.events), list(cached.intercepts)), why
+
+
+def _found_depends(found: Found, path_env: str | None) -> list[str] | None:
+    """What :func:`~.manifest.load` read to make ``found`` (``None``: more
+    than can be named; not kept)."""
+    manifest = found.manifest
+    directory = str(found.dir)
+    paths = [directory, os.path.join(directory, mf.MANIFEST)]
+    if manifest is None:
+        return paths
+    if manifest.skills or found.skills:
+        return None
+    if not manifest.exec:
+        return paths
+    exe = manifest.exec
+    paths.append(os.path.join(directory, exe))
+    if found.argv:
+        paths.append(found.argv[0])
+    dirs = (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep)
+    own = os.path.dirname(sys.executable) if sys.executable else ""
+    names = {os.path.basename(exe)}
+    if found.argv:
+        names.add(os.path.basename(found.argv[0]))
+    for d in [own, *dirs]:
+        if not d:
+            continue
+        paths.append(d)
+        paths.extend(os.path.join(d, n) for n in sorted(names))
+    return paths

@@ -1,0 +1,47 @@
+"""Reading the global extensions once the daemon starts, before any workspace asks.
+
+Every workspace sees the global extensions (``$ZOT_HOME/extensions``) and
+the explicit ones (``--ext``). Reading their manifests, and the
+registrations caches of the lazy ones, when the daemon starts fills the
+memos of :mod:`zotd.model.rereads`: the first workspace to open then finds
+them read already, and only checks that nothing changed (a ``stat`` per
+file). What is read here is not used otherwise; a workspace reads for
+itself anyway, so a prefill that fails or has not finished costs nothing
+but time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..model.discovery import discover
+from . import dozing, keeper, threads
+
+if TYPE_CHECKING:
+    from .workspace import Context
+
+log = logging.getLogger(__name__)
+
+
+async def warm(ctx: Context) -> None:
+    """Reads the global and explicit extensions, and the lazy ones' caches,
+    in a worker thread. Never raises ``Exception`` (a problem is logged: each
+    workspace meets it again, and says so)."""
+
+    def read() -> int:
+        found = discover(
+            workspace=None,
+            global_dir=ctx.paths.extensions_dir,
+            explicit=ctx.explicit,
+            path_env=ctx.env.get("PATH", ""),
+        )
+        dozing.prefetch_lazy(found, ctx.config, keeper.cache_dir(ctx), lambda _: False)
+        return len(found)
+
+    try:
+        count = await threads.run_sync(read)
+    except Exception:
+        log.exception("reading the global extensions ahead failed (each workspace reads them)")
+        return
+    log.debug("read %d global and explicit extension(s) ahead", count)
