@@ -5,7 +5,8 @@ The child's stderr is the log file itself (opened ``O_APPEND``, see
 task, no copy, and the log keeps everything the extension wrote even if the
 daemon dies. The daemon's own notes about the extension (refusals, shadowed
 names, malformed lines) are appended to the same file, each line stamped
-``[zotd <time>]``.
+``[zotd 2026-11-30 11:00:22.123]`` (local time, to the millisecond, as the
+daemon's own log: ``zot ext logs --all`` interleaves them by it).
 
 Blocking work: a note and a tail are provably tiny and run inline, on the
 event loop (see :meth:`ExtensionLog.note`); a rotation copies the file, so
@@ -29,6 +30,7 @@ from typing import NoReturn
 import trio
 
 from ..model import logfiles
+from ..model.log_time import local_text
 from . import threads
 
 #: The supervisor's logger: what zotd logs about an extension has one name.
@@ -86,7 +88,7 @@ class ExtensionLog:
         """Appends a line from the daemon (and logs it at debug level)."""
         message = bounded(message)
         log.debug("extension %s: %s", self.name, message)
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        stamp = local_text(time.time())
         # Provably tiny, so inline on the event loop: one open (O_APPEND) +
         # write + close of at most 8,256 bytes (MAX_NOTE) to a local file, no
         # read, no fsync, no lock; the write lands in the page cache. Notes
