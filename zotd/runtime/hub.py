@@ -24,6 +24,7 @@ from ..model.audit import trail_path
 from ..model.config import Config
 from ..model.paths import Paths
 from ..protocol import agent as ap
+from . import prefill
 from .audit_trail import AuditTrail
 from .shared import SharedPool
 from .status import metrics as metrics_of
@@ -90,6 +91,7 @@ class Hub:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.shared.open(nursery, self.ctx)
+            nursery.start_soon(prefill.warm, self.ctx)  # (the first workspace opens faster)
             nursery.start_soon(self.audit.run)
             task_status.started()
             await trio.sleep_forever()
