@@ -161,7 +161,7 @@ class AuditTrail:
 
     def _write(self, batch: list[_Decided]) -> None:
         try:
-            data = b"".join(msgspec.json.encode(self._record(e)) + b"\n" for e in batch)
+            data = b"".join(_line(self._record(e)) for e in batch)
             rotation = audit.append(self.path, data, self._max_bytes)
         except OSError as exc:
             self.lost += len(batch)
@@ -227,6 +227,24 @@ class AuditTrail:
             return "", None
         kept = msgspec.Raw(canonical) if self._with_args else None
         return audit.digest(canonical, is_canonical=True), kept
+
+
+#: What JSON leaves unescaped in strings but some readers take for the end
+#: of a line (Python's ``str.splitlines``, JavaScript): NEL, U+2028, U+2029.
+_LINE_BREAKS: Final = (
+    (b"\xc2\x85", b"\\u0085"),
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+)
+
+
+def _line(record: AuditRecord) -> bytes:
+    """One line of the trail: the record's JSON, with no character any
+    reader could split it at, and a newline."""
+    data = msgspec.json.encode(record)
+    for raw, escaped in _LINE_BREAKS:
+        data = data.replace(raw, escaped)  # (only in strings: JSON's syntax is ASCII)
+    return data + b"\n"
 
 
 def _text(raw: msgspec.Raw | None) -> str:
