@@ -25,6 +25,7 @@ from ..model.config import Config
 from ..model.logfiles import size_of, tail
 from ..model.paths import Paths
 from ..protocol import agent as ap
+from ..runtime import dev
 from ..runtime.daemon import Daemon
 from ..runtime.listener import AlreadyRunning, SocketError
 from .argv import zotd_argv
@@ -57,18 +58,38 @@ def _check_ext(ext: list[Path] | None) -> list[Path]:
     return dirs
 
 
+def _check_watch(watch: bool, dirs: list[Path]) -> None:
+    if watch and not dirs:
+        die("zotd: --watch watches the --ext directories: name one with --ext DIR", code=2)
+
+
+def _say(text: str) -> None:
+    """A line of ``--watch`` for the terminal the daemon runs on (escaped:
+    names and errors come from the extension)."""
+    print(printable(text), file=sys.stderr, flush=True)
+
+
 @app.default
-def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None = None) -> int:
+def serve(
+    *,
+    ext: Ext = None,
+    watch: bool = False,
+    log_level: str | None = None,
+    where: Where | None = None,
+) -> int:
     """Run the daemon in the foreground until SIGTERM or Ctrl+C.
 
     Args:
         ext: An extension directory to load for this run only; repeat the
             option for several (-e a -e b). It wins over an installed
             extension of the same name.
+        watch: Restart an --ext extension when a file in its directory
+            changes (the others keep running), and say so here.
         log_level: debug, info, warning or error [default: from the config, else info].
     """
     paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
+    _check_watch(watch, dirs)
     level = (log_level or config.log_level).upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         die(f"zotd: --log-level must be debug, info, warning or error, not {log_level!r}", code=2)
@@ -81,6 +102,10 @@ def serve(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
             "%d sockets passed; serving the first (fd %d)", len(passed), passed[0]
         )
     daemon = Daemon(config, paths, explicit=dirs, listen_fd=passed[0] if passed else None)
+    if watch:
+        daemon.hub.services.append(
+            functools.partial(dev.watch_explicit, dirs=daemon.hub.ctx.explicit, say=_say)
+        )
     _tune_gc()
     try:
         trio.run(functools.partial(daemon.run, handle_signals=True))
@@ -140,7 +165,13 @@ def _status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
 
 
 @app.command
-def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None = None) -> int:
+def start(
+    *,
+    ext: Ext = None,
+    watch: bool = False,
+    log_level: str | None = None,
+    where: Where | None = None,
+) -> int:
     """Start the daemon in the background; return once it answers.
 
     Its output goes to $ZOT_HOME/logs/zotd.log.
@@ -148,10 +179,13 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
     Args:
         ext: An extension directory to load for this run only; repeat the
             option for several (-e a -e b).
+        watch: Restart an --ext extension when a file in its directory
+            changes (said in the log).
         log_level: debug, info, warning or error.
     """
     paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
+    _check_watch(watch, dirs)
     running = _status_or_die(paths, config)
     if running is not None:
         print(f"zotd is already running: pid {running.pid}, socket {paths.socket}")
@@ -161,6 +195,8 @@ def start(*, ext: Ext = None, log_level: str | None = None, where: Where | None 
     extra = ["--config", str(where.config)] if where and where.config else []
     for d in dirs:
         extra += ["--ext", str(d)]
+    if watch:
+        extra.append("--watch")
     if log_level:
         extra += ["--log-level", log_level]
     begins = size_of(paths.daemon_log)  # the log is shared: show only this daemon's lines

@@ -244,6 +244,13 @@ class Client(Transport):
             ap.EnvData, ap.ExtEnv(id=_NEW, name=name, allow=list(allow), deny=list(deny))
         )
 
+    async def ext_dev(self, directory: str | os.PathLike[str]) -> ap.ExtChangeData:
+        """Runs the extension in ``directory`` for this workspace alone,
+        restarted whenever its files change, until this connection closes;
+        returns once it is ready. What happens then comes as
+        :class:`~zotd.protocol.agent.ExtDevPush` frames in :meth:`notifications`."""
+        return await self._typed(ap.ExtChangeData, ap.ExtDev(id=_NEW, dir=_absolute(directory)))
+
     async def list_skills(self) -> list[ap.SkillInfo]:
         """Every skill this workspace's extensions ship."""
         return (await self._typed(ap.SkillsData, ap.ListSkills(id=_NEW))).skills

@@ -58,6 +58,7 @@ from .agent_data import (
 )
 from .agent_pushes import (
     ClearNotesPush,
+    ExtDevPush,
     ExtensionStatePush,
     HostToolCallPush,
     NotifyPush,
@@ -73,6 +74,7 @@ from .agent_requests import (
     CallTool,
     CancelCall,
     EmitEvent,
+    ExtDev,
     ExtDisable,
     ExtEnable,
     ExtEnv,
@@ -116,6 +118,8 @@ __all__ = [
     "ErrorBody",
     "ErrorCode",
     "ExtChangeData",
+    "ExtDev",
+    "ExtDevPush",
     "ExtDisable",
     "ExtEnable",
     "ExtEnv",

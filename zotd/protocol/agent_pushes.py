@@ -109,6 +109,15 @@ class SubmitSlashPush(msgspec.Struct, tag_field="type", tag="submit_slash", gc=F
     text: str
 
 
+class ExtDevPush(msgspec.Struct, tag_field="type", tag="ext_dev", gc=False):
+    """What an ``ext_dev`` of the connection did since (sent to it alone):
+    ``message`` is a line for the user, such as ``weather: files changed
+    (main.py); restarted: tools get_weather``."""
+
+    extension: str
+    message: str
+
+
 Push = (
     NotifyPush
     | ExtensionStatePush
@@ -120,4 +129,5 @@ Push = (
     | ClearNotesPush
     | SubmitPush
     | SubmitSlashPush
+    | ExtDevPush
 )

@@ -192,6 +192,15 @@ class ExtLogs(_Request, tag="ext_logs"):
     lines: int = 100
 
 
+class ExtDev(_Request, tag="ext_dev"):
+    """Runs the extension in ``dir`` (an absolute path) for this workspace
+    alone, ahead of an installed one of its name, restarted whenever its
+    files change, for as long as this connection lasts; what it does then
+    comes as ``ext_dev`` pushes."""
+
+    dir: str
+
+
 class Status(_Request, tag="status"):
     """The daemon's pid, version, socket and workspaces."""
 
@@ -225,6 +234,7 @@ Request = (
     | ExtReload
     | ExtTrust
     | ExtLogs
+    | ExtDev
     | Status
     | Shutdown
 )

@@ -37,6 +37,7 @@ from ..model.errors import RequestError
 from ..model.logfiles import tail
 from ..model.manifest import Found, Scope
 from ..protocol import agent as ap
+from . import dev as dev_mode
 from . import threads
 from .extension import State
 from .hub import Hub
@@ -329,3 +330,16 @@ async def env(hub: Hub, ws: Workspace, name: str, allow: list[str], deny: list[s
         allowed=list(passing.allowed),
         denied=list(passing.denied),
     )
+
+
+async def dev(
+    hub: Hub, ws: Workspace, client: dev_mode.DevClient, directory: str
+) -> ap.ExtChangeData:
+    """``ext_dev``: runs the extension in ``directory`` for ``ws`` alone,
+    restarted when its files change, until ``client``'s connection ends
+    (see :func:`zotd.runtime.dev.start_dev`).
+
+    Cancellation: the start is carried through (shielded); the session,
+    already begun, takes the directory out again once the connection ends.
+    """
+    return await dev_mode.start_dev(hub, ws, client, directory)

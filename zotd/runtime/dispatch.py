@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
+import trio
 
 from .. import AGENT_PROTOCOL_VERSION, __version__
 from ..model.errors import RequestError
@@ -51,6 +52,8 @@ class Connection(Protocol):
     subscribed: bool
     #: What its ``hello`` said it can do (``interactive``, ``host_tools``).
     capabilities: frozenset[str]
+    #: Set once the connection has ended.
+    done: trio.Event
 
     def push(self, frame: bytes) -> None:
         """Queues an encoded push frame if the client subscribed; never blocks."""
@@ -268,6 +271,10 @@ async def _ext_env(conn: Connection, req: ap.ExtEnv, line: bytes) -> msgspec.Str
     return await admin.env(conn.hub, _joined(conn), req.name, req.allow, req.deny)
 
 
+async def _ext_dev(conn: Connection, req: ap.ExtDev, line: bytes) -> msgspec.Struct:
+    return await admin.dev(conn.hub, _joined(conn), conn, req.dir)
+
+
 #: Request type -> handler. ``call_tool`` and ``cancel`` are the session's.
 HANDLERS: Mapping[type[ap.Request], Handler] = {
     ap.Hello: _hello,
@@ -294,4 +301,5 @@ HANDLERS: Mapping[type[ap.Request], Handler] = {
     ap.ExtTrust: _ext_trust,
     ap.ExtLogs: _ext_logs,
     ap.ExtEnv: _ext_env,
+    ap.ExtDev: _ext_dev,
 }

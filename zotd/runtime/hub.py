@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import trio
@@ -65,6 +66,9 @@ class Hub:
         self._shutdown = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._started_at = 0.0
+        #: Tasks run beside the workspaces for as long as :meth:`run` runs, each
+        #: given the hub (``zotd --watch``'s watchers); they must not raise.
+        self.services: list[Callable[[Hub], Awaitable[None]]] = []
 
     @property
     def config(self) -> Config:
@@ -92,6 +96,8 @@ class Hub:
             self._nursery = nursery
             self.shared.open(nursery, self.ctx)
             nursery.start_soon(prefill.warm, self.ctx)  # (the first workspace opens faster)
+            for service in self.services:
+                nursery.start_soon(service, self)
             nursery.start_soon(self.audit.run)
             task_status.started()
             await trio.sleep_forever()
