@@ -28,6 +28,7 @@ from ..model.config import Config
 from ..model.errors import extension_failed
 from ..model.noise import PER_SECOND, Noise
 from ..protocol import extension as ep
+from ..protocol.agent import HandshakeInfo
 from ..protocol.frames import FrameError, UnknownFrame, is_json_object
 from ..protocol.handshake import (
     DELIVER,
@@ -58,6 +59,9 @@ _REFUSED = Phase.REFUSED  # (a global: faster than the enum's attribute, on ever
 #: :data:`~zotd.model.noise.PAUSE_EVERY` dropped lines.
 NOISE_PAUSE = 0.01
 
+#: The most out-of-order frames kept in a run's :class:`HandshakeInfo`.
+MAX_OUT_OF_ORDER = 16
+
 Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
 
 
@@ -82,6 +86,8 @@ class Inbox:
         "_on_ready",
         "_on_refuse",
         "_pending",
+        "_record",
+        "_spawned",
         "_timer",
         "handshake",
         "noise",
@@ -115,6 +121,9 @@ class Inbox:
         self.noise = Noise()
         #: The cancel scope that sleeps until the handshake's next deadline.
         self._timer: trio.CancelScope | None = None
+        #: How this run's handshake goes, as ``list_extensions`` shows it.
+        self._spawned = spawned
+        self._record = ext.handshake = HandshakeInfo()
 
     @property
     def refused(self) -> bool:
@@ -157,6 +166,7 @@ class Inbox:
             return
         action = self.handshake.receive(frame, now)
         if action is not DELIVER:
+            self._recorded(frame, action, now)
             self._carry_out(action)
         elif isinstance(frame, ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse):
             self._on_reply(frame)
@@ -205,9 +215,31 @@ class Inbox:
             with trio.CancelScope(deadline=handshake.deadline) as self._timer:
                 await trio.sleep_forever()
             self._timer = None
-            action = handshake.tick(trio.current_time())
+            now = trio.current_time()
+            action = handshake.tick(now)
             if action is not None:
+                if isinstance(action, Ready):
+                    self._record.ready_s = round(now - self._spawned, 3)
+                    self._record.auto_ready = True
                 self._carry_out(action)
+
+    def _recorded(
+        self, frame: ep.ExtensionFrame | UnknownFrame, action: Action, now: float
+    ) -> None:
+        """Keeps what a frame the handshake did not just pass on says of it:
+        when ``hello`` and ``ready`` came, and the frames out of order (one
+        before ``hello``, a second ``hello`` or ``ready``)."""
+        record = self._record
+        if isinstance(action, Greet):
+            record.hello_s = round(now - self._spawned, 3)
+        elif isinstance(action, Ready):
+            record.ready_s = round(now - self._spawned, 3)
+        elif len(record.out_of_order) < MAX_OUT_OF_ORDER:
+            tag = type(frame).__struct_config__.tag if isinstance(frame, ep.Frame) else "?"
+            if isinstance(action, Refuse) and not isinstance(frame, ep.Hello):
+                record.out_of_order.append(f"{tag} before hello")
+            elif isinstance(frame, ep.Hello | ep.Ready):
+                record.out_of_order.append(f"{tag} again")
 
     def _carry_out(self, action: Action) -> None:
         """Does what the handshake decided (about a frame, or the time)."""

@@ -37,6 +37,7 @@ from ..model.config import Config
 from ..model.noise import Noise
 from ..protocol import extension as ep
 from ..protocol import mcp_map
+from ..protocol.agent import HandshakeInfo
 from .mcp_calls import McpCalls
 from .mcp_pipe import Pipe
 from .status import Host
@@ -142,6 +143,10 @@ class McpLink:
         its policy), unless it broke because the server's stdout ended
         (``ended``): its supervisor judges that end, by the process's exit."""
         ext = self._ext
+        # Its handshake as `zot ext doctor` shows it: `initialize` answered
+        # is its hello, its tools and prompts listed its ready (never a frame).
+        spawned = ext.started_at if ext.started_at is not None else trio.current_time()
+        record = ext.handshake = HandshakeInfo(auto_ready=True)
         session = ClientSession(
             read,
             write,
@@ -158,12 +163,14 @@ class McpLink:
                 if scope.cancelled_caught:
                     ext.stuck(f"did not answer MCP `initialize` within {timeout:g} s")
                     return
+                record.hello_s = round(trio.current_time() - spawned, 3)
                 server = init.server_info
                 ext.capabilities = sorted(_capabilities(init.capabilities))
                 named = " ".join(filter(None, [server.name, server.version]))
                 ext.note(f"MCP server {named or '(unnamed)'}, protocol {init.protocol_version}")
                 await self._list(session, init.capabilities)
                 self.calls.ready(session)
+                record.ready_s = round(trio.current_time() - spawned, 3)
                 ext._mark_ready()
                 nursery.start_soon(self._relist, session, init.capabilities)
                 if self.remote:
