@@ -84,9 +84,9 @@ async def load(
     millisecond, and ten thread hops at once would cost more than the
     reads. Cancellation of the first of them waits for the thread to
     finish; of the others, returns at once."""
-    file = reg_cache.path(cache_dir, ext.name)
 
     def read() -> tuple[Cached | None, str]:
+        file = reg_cache.path(cache_dir, ext.name)
         return rereads.load_cache(file, ext.name, rereads.cache_key(ext.found))
 
     try:

@@ -11,6 +11,7 @@ out its backoffs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ import trio
 from ..model.config import Config
 from ..model.environment import extension_env, passthrough_for
 from ..model.manifest import Found, Scope
+from ..model.paths import Paths
 from ..model.restart import GiveUp, RestartTracker
 from .dozing import Prefetched
 from .extension import Extension, Host, State
@@ -50,7 +52,7 @@ def build(
         found,
         host=host,
         config=ctx.config,
-        log_path=ctx.paths.extension_log(found.name),
+        log_path=_log_path(ctx.paths, found.name),
         spawner=ctx.spawner,
         env=env,
         cache_dir=cache_dir(ctx),
@@ -60,7 +62,18 @@ def build(
 
 def cache_dir(ctx: Context) -> Path:
     """Where lazy extensions' registrations are cached: ``$ZOT_HOME/cache/registrations``."""
-    return ctx.paths.home / "cache" / "registrations"
+    return _cache_dir(ctx.paths.home)
+
+
+# Made once each (paths are built on the way to a workspace's first listing).
+@functools.lru_cache(maxsize=16)
+def _cache_dir(home: Path) -> Path:
+    return home / "cache" / "registrations"
+
+
+@functools.lru_cache(maxsize=1024)
+def _log_path(paths: Paths, name: str) -> Path:
+    return paths.extension_log(name)
 
 
 async def keep(
