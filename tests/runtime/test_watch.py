@@ -4,6 +4,7 @@ of changes; and the real file watcher, on the real clock."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path, PurePath
 
 import pytest
@@ -166,15 +167,18 @@ async def test_keep_watching_feeds_restarts_and_says_when_its_feed_fails(
     said: list[str] = []
     restarts = Restarts()
 
-    async def feed(directory: Path, changes: Changes) -> None:
+    async def feed(directory: Path, changes: Changes, ready: Callable[[], None]) -> None:
+        ready()
         changes.add(["main.py"])
         await trio.sleep(10)
         raise FileNotFoundError(2, "No such file or directory")
 
     with trio.fail_after(100):
-        await keep_watching(tmp_path, restarts, said.append, feed=feed)  # returns: feed over
+        await keep_watching(
+            tmp_path, restarts, said.append, ready=lambda: said.append("ready"), feed=feed
+        )  # returns: its feed is over
     assert [names for _, names in restarts.runs] == [["main.py"]]
-    assert said == [f"stopped watching {tmp_path}: No such file or directory"]
+    assert said == ["ready", f"stopped watching {tmp_path}: No such file or directory"]
 
 
 # --- the real watcher: real files, the real clock -----------------------------------
@@ -185,21 +189,17 @@ async def test_the_real_watcher_sees_a_source_change_and_not_the_noise(tmp_path:
     tokens = limiter.total_tokens
     (tmp_path / "__pycache__").mkdir()
     changes = Changes()
+    watching = trio.Event()
     with trio.fail_after(REAL_WAIT):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(watch_files, tmp_path, changes)
-            # It brings its own thread token while it watches.
-            while limiter.total_tokens == tokens:
-                await trio.sleep(0.01)
-            seen: list[str] = []
-            while "main.py" not in seen:
-                # Until it is watching, a write may go unseen: write again.
-                (tmp_path / ".main.py.swp").write_text("swap")
-                (tmp_path / "__pycache__" / "main.cpython.pyc").write_text("code")
-                (tmp_path / "main.py").write_text("print('hi')")
-                with trio.move_on_after(1.0):
-                    seen = await changes.settled(QUIET)
-                    assert seen == ["main.py"]
+            nursery.start_soon(watch_files, tmp_path, changes, watching.set)
+            await watching.wait()
+            assert limiter.total_tokens == tokens + 1  # its own thread token, while it watches
+            (tmp_path / ".main.py.swp").write_text("swap")
+            (tmp_path / "__pycache__" / "main.cpython.pyc").write_text("code")
+            (tmp_path / "main.py~").write_text("backup")
+            (tmp_path / "main.py").write_text("print('hi')")
+            assert await changes.settled(QUIET) == ["main.py"]
             nursery.cancel_scope.cancel()  # stops its thread
     assert limiter.total_tokens == tokens
 

@@ -6,6 +6,7 @@ workspace while its client is connected."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -51,9 +52,10 @@ class Feeds:
         self.changes: dict[Path, Changes] = {}
         self.watching = trio.Event()
 
-    async def __call__(self, directory: Path, changes: Changes) -> None:
+    async def __call__(self, directory: Path, changes: Changes, ready: Callable[[], None]) -> None:
         self.changes[directory] = changes
         self.watching.set()
+        ready()
         await trio.sleep_forever()
 
 
@@ -184,7 +186,8 @@ async def test_dev_runs_a_directory_for_one_workspace_while_its_client_stays(
         feeds.changes[source].add(["main.py"])
         await trio.sleep(QUIET + 2)
         assert [p.message for p in client.pushes] == [
-            "wx: files changed (main.py); restarted: tools dev_tool_2"
+            f"wx: watching {source} for changes (Ctrl+C to stop)",
+            "wx: files changed (main.py); restarted: tools dev_tool_2",
         ]
         assert tools_of(one) == {"dev_tool_2": "wx"}
 

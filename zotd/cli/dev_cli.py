@@ -139,7 +139,6 @@ def _started(change: ap.ExtChangeData, json: bool) -> None:
                 )
             )
     sys.stdout.flush()
-    print(printable(f"watching {change.dir} for changes (Ctrl+C to stop)"), file=sys.stderr)
 
 
 def _log_printer(name: str, log_path: Path, o: Options) -> Callable[[str], None]:

@@ -131,7 +131,6 @@ async def _watch_one(hub: Hub, directory: Path, say: Say, feed: Feed) -> None:
 async def _watch_explicit_dir(hub: Hub, directory: Path, say: Say, feed: Feed) -> None:
     path_env = hub.ctx.env.get("PATH", "")
     name = await _name_now(directory, path_env)
-    say(f"{name}: watching {directory} for changes")
 
     async def restart(files: list[str]) -> None:
         nonlocal name
@@ -158,7 +157,10 @@ async def _watch_explicit_dir(hub: Hub, directory: Path, say: Say, feed: Feed) -
                 where = f" (in {len(roots)} workspaces)"
             say(f"{changed}; {text}{where}")
 
-    await keep_watching(directory, restart, say, feed=feed)
+    def ready() -> None:
+        say(f"{name}: watching {directory} for changes")
+
+    await keep_watching(directory, restart, say, ready=ready, feed=feed)
 
 
 def _runs_from(ws: Workspace, name: str, directory: Path) -> bool:
@@ -283,7 +285,10 @@ class DevSession:
             await self._restore()
 
     async def _watch(self) -> None:
-        await keep_watching(self.dir, self._restart, self._say, feed=self._feed)
+        def ready() -> None:
+            self._say(f"{self.name}: watching {self.dir} for changes (Ctrl+C to stop)")
+
+        await keep_watching(self.dir, self._restart, self._say, ready=ready, feed=self._feed)
 
     async def _restart(self, files: list[str]) -> None:
         old, self.name = self.name, await _name_now(self.dir, self._path_env)

@@ -168,9 +168,17 @@ async def restart_on_changes(changes: Changes, restart: Restart, quiet: float = 
             log.exception("restarting after a change to %s failed", ", ".join(names))
 
 
-async def watch_files(directory: Path, changes: Changes) -> None:
+def _nothing() -> None:
+    pass
+
+
+async def watch_files(
+    directory: Path, changes: Changes, ready: Callable[[], None] = _nothing
+) -> None:
     """Adds to ``changes`` every file that changes under ``directory`` (an
-    absolute path; relative names, noise left out: :func:`ignored`), until cancelled.
+    absolute path; relative names, noise left out: :func:`ignored`), until
+    cancelled. Calls ``ready()`` once it is watching (within about
+    :data:`RUST_TIMEOUT_MS` of the start: from then on no change is missed).
 
     The watcher waits in a worker thread for as long as it watches; it
     brings its own token to trio's default thread limiter meanwhile, so
@@ -204,10 +212,15 @@ async def watch_files(directory: Path, changes: Changes) -> None:
             step=STEP_MS,
             stop_event=stop,
             rust_timeout=RUST_TIMEOUT_MS,
+            yield_on_timeout=True,  # an empty batch: the first says it is watching
         )
+        told = False
         async with aclosing(batches):
             async for batch in batches:
                 changes.add(changed(batch, root))
+                if not told:
+                    told = True
+                    ready()
 
     limiter = trio.to_thread.current_default_thread_limiter()
     limiter.total_tokens += 1
@@ -226,7 +239,8 @@ async def watch_files(directory: Path, changes: Changes) -> None:
         limiter.total_tokens -= 1
 
 
-Feed = Callable[[Path, Changes], Awaitable[None]]
+#: What feeds :class:`Changes`: ``feed(directory, changes, ready)``.
+Feed = Callable[[Path, Changes, Callable[[], None]], Awaitable[None]]
 
 
 async def keep_watching(
@@ -234,18 +248,19 @@ async def keep_watching(
     restart: Restart,
     say: Callable[[str], None],
     *,
+    ready: Callable[[], None] = _nothing,
     feed: Feed = watch_files,
     quiet: float = QUIET,
 ) -> None:
     """Watches ``directory`` and calls ``restart`` after each burst of
-    changes (see :func:`restart_on_changes`), until cancelled. A feed that
-    fails (the directory went away, say) is told with ``say`` and the
-    watching ends; nothing else does."""
+    changes (see :func:`restart_on_changes`), until cancelled; ``ready()``
+    once the feed is watching. A feed that fails (the directory went away,
+    say) is told with ``say`` and the watching ends; nothing else does."""
     changes = Changes()
 
     async def fed() -> None:
         try:
-            await feed(directory, changes)
+            await feed(directory, changes, ready)
         except Exception as exc:
             log.warning("stopped watching %s: %r", directory, exc)
             say(f"stopped watching {directory}: {_why(exc)}")
