@@ -178,13 +178,16 @@ def test_rows_are_by_name_and_escaped() -> None:
 
 def test_a_push_shows_its_state_before_the_next_poll() -> None:
     board = Board()
-    board.poll([info("wx"), info("gone")], now=1.0)
+    board.poll([info("wx", rss_bytes=2048, cpu_percent=1.0), info("gone")], now=1.0)
+    board.push(ap.ExtensionStatePush("wx", "stopping", [], []))
+    assert (cells(board)["wx"]["PID"], cells(board)["wx"]["RSS"]) == ("100", "2.0 KiB")
     board.push(ap.ExtensionStatePush("wx", "failed", [], [], error="exited with code 3"))
     board.push(ap.ExtensionStatePush("gone", "removed", [], []))
     board.push(ap.ExtensionStatePush("new", "starting", [], []))  # the next poll brings it
     shown = cells(board)
     assert set(shown) == {"wx"}
-    assert (shown["wx"]["STATE"], shown["wx"]["PID"], shown["wx"]["UPTIME"]) == ("failed", "-", "-")
+    wx = shown["wx"]
+    assert (wx["STATE"], wx["PID"], wx["UPTIME"], wx["RSS"], wx["CPU"]) == ("failed", *"----")
     assert shown["wx"]["LAST ERROR"] == "exited with code 3"
     board.push(ap.ExtensionStatePush("wx", "starting", [], []))
     assert cells(board)["wx"]["LAST ERROR"] == "exited with code 3"  # kept until a poll says

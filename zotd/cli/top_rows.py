@@ -166,7 +166,8 @@ class Board:
         if frame.error:
             changes["last_error"] = frame.error
         if frame.state in NO_PROCESS:
-            changes.update(pid=None, uptime_s=None)
+            figures = msgspec.structs.replace(info.metrics, rss_bytes=None, cpu_percent=None)
+            changes.update(pid=None, uptime_s=None, metrics=figures)
         self.infos[frame.extension] = msgspec.structs.replace(info, **changes)
 
     def rows(self) -> list[Row]:
