@@ -23,6 +23,9 @@ from msgspec import Raw
 
 from tests.fakes import Behaviour, FakeIO
 from tests.runtime.test_deadlines import answering, mute, open_workspace
+from tests.runtime.test_system_prompt import Seen
+from tests.runtime.test_system_prompt import guard as prompt_guard
+from tests.runtime.test_system_prompt import payload as prompt_payload
 from zotd.model import audit
 from zotd.model.config import Config
 from zotd.model.errors import RequestError
@@ -276,3 +279,35 @@ async def test_a_decision_without_guards_and_a_failed_one_are_recorded(
     )
     assert "guards" not in failed and "args_digest" not in failed
     assert failed["sequence"] == 2
+
+
+async def test_the_system_prompt_chain_is_recorded_guard_by_guard(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    seen: Seen = {}
+    ws, trail = await audited(
+        nursery,
+        paths,
+        project,
+        {
+            "a": prompt_guard("a", seen, 1, append=" [a]"),
+            "b": prompt_guard("b", seen, silent=True),
+            "c": prompt_guard("c", seen, 2),  # answers, keeps the prompt
+        },
+    )
+    verdict = await ws.intercept("before_agent_start", prompt_payload())
+    assert verdict.system_prompt == "You are zot. [a]"
+    [record] = await records(trail, 1)
+    assert answers(record) == [
+        ("a", "rewrite", 1000.0, 1),
+        ("b", "silent", None, 2),
+        ("c", "allow", 2000.0, 3),
+    ]
+    assert (record["event"], record["decision"], record["rewrites"]) == (
+        "before_agent_start",
+        "rewrite",
+        ["a"],
+    )
+    assert record["took_ms"] == 8000.0  # 1 s, then 5 s of silence, then 2 s
+    assert "args_digest" not in record and "tool" not in record
+    assert ws.extensions["b"].metrics.intercepts == {"silent": 1}

@@ -21,9 +21,11 @@ and logged once until a write succeeds again; nothing else is affected.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
@@ -46,6 +48,31 @@ FLUSH_BOUND: Final = 2.0
 
 #: What a record is taken to cost beyond the strings and JSON it holds.
 _OVERHEAD: Final = 256
+
+
+@contextlib.contextmanager
+def recording(
+    trail: AuditTrail | None,
+    workspace: Path,
+    event: str,
+    payload: dict[str, msgspec.Raw],
+    out: Outcome,
+) -> Iterator[None]:
+    """Records the decision made inside, ``out``, in ``trail`` (if any), with
+    how long it took: when it is made, and when it fails with a
+    :class:`RequestError` (as ``error``). A decision cancelled (the agent's
+    ``cancel``, a hangup) is no decision and is not recorded."""
+    start = trio.current_time()
+    try:
+        yield
+    except RequestError as exc:
+        out.took = trio.current_time() - start
+        if trail is not None:
+            trail.decided(workspace, event, payload, out, exc)
+        raise
+    out.took = trio.current_time() - start
+    if trail is not None:
+        trail.decided(workspace, event, payload, out)
 
 
 class _Decided:

@@ -81,7 +81,7 @@ class Outcome:
         text: the rewritten ``text``, if a guard replaced it.
         rewritten_by: the guards whose rewrites were applied, in order.
         verdicts: every question to a guard, in the order asked (once decided).
-        took: how long the decision took, in seconds (once decided).
+        took: seconds the decision took (timed by :func:`.audit_trail.recording`).
     """
 
     __slots__ = ("args", "blocked_by", "reason", "rewritten_by", "text", "took", "verdicts")
@@ -129,6 +129,7 @@ class Decision:
             ``tool_args`` must fit (``None``: not checked).
         max_frame: the longest ``event_intercept`` frame to send, in bytes
             without the newline (``max_frame_bytes``).
+        outcome: the :class:`Outcome` to fill in (a new one if not given).
     """
 
     def __init__(
@@ -139,6 +140,7 @@ class Decision:
         rewriters: set[str],
         tools: Mapping[str, Tool] | None = None,
         max_frame: int = DEFAULT_MAX_LINE,
+        outcome: Outcome | None = None,
     ) -> None:
         self._guards = guards
         self._max_frame = max_frame
@@ -159,7 +161,7 @@ class Decision:
         self._verdicts = Verdicts(event)
         self._rounds = 0
         self._timed_out = False
-        self.outcome = Outcome()
+        self.outcome = outcome if outcome is not None else Outcome()
 
     async def run(self, limit: float) -> Outcome:
         """Decides, within ``limit`` seconds.
@@ -180,8 +182,7 @@ class Decision:
         child process is killed), then raises :exc:`trio.Cancelled`.
         """
         guards = self._guards
-        start = trio.current_time()
-        deadline = start + limit
+        deadline = trio.current_time() + limit
         try:
             self._ask_round()
             with trio.move_on_at(deadline) as scope:
@@ -209,7 +210,6 @@ class Decision:
                 guards[i].withdraw(rid)  # tells a guard still thinking with `cancel`
             self._asked.clear()
             self.outcome.verdicts = self._verdicts.close(timed_out=self._timed_out)
-            self.outcome.took = trio.current_time() - start
         return self.outcome
 
     # --- asking ------------------------------------------------------------------------

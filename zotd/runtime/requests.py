@@ -25,7 +25,7 @@ from ..protocol import agent as ap
 from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
 from . import lookup, system_prompt
-from .audit_trail import AuditTrail
+from .audit_trail import AuditTrail, recording
 from .callers import Caller, Served
 from .extension import Extension
 from .intercept import Decision, Outcome, order
@@ -309,43 +309,30 @@ class Requests:
             [e for e in self.extensions.values() if event in e.intercepts and e.running],
             self._priority,
         )
-        if event == "before_agent_start":
-            return await system_prompt.decide(
-                guards, payload, self._config.intercept_timeout, self._config.max_frame_bytes
+        config, out = self._config, Outcome()
+        with recording(self.audit, self.root, event, payload, out):
+            if event == "before_agent_start":
+                return await system_prompt.decide(
+                    guards, payload, config.intercept_timeout, config.max_frame_bytes, out
+                )
+            if not guards:
+                await trio.lowlevel.checkpoint()
+                return ap.InterceptData(block=False)
+            decision = Decision(
+                guards,
+                event,
+                payload,
+                self._rewriters,
+                self.registry.tools,
+                max_frame=config.max_frame_bytes,
+                outcome=out,
             )
-        if not guards:
-            await trio.lowlevel.checkpoint()
-            self._audit(event, payload, Outcome())
-            return ap.InterceptData(block=False)
-        decision = Decision(
-            guards,
-            event,
-            payload,
-            self._rewriters,
-            self.registry.tools,
-            max_frame=self._config.max_frame_bytes,
-        )
-        try:
-            out = await decision.run(self._config.intercept_timeout)
-        except RequestError as exc:
-            self._audit(event, payload, decision.outcome, exc)
-            raise
-        self._audit(event, payload, out)
+            await decision.run(config.intercept_timeout)
         if out.blocked_by:
             return ap.InterceptData(block=True, reason=out.reason, extension=out.blocked_by)
         return ap.InterceptData(
             block=False, args=out.args, text=out.text, rewritten_by=out.rewritten_by
         )
-
-    def _audit(
-        self,
-        event: str,
-        payload: dict[str, msgspec.Raw],
-        out: Outcome,
-        error: RequestError | None = None,
-    ) -> None:
-        if self.audit is not None:
-            self.audit.decided(self.root, event, payload, out, error)
 
     def _priority(self, name: str) -> int:
         manifest = self.extensions[name].found.manifest

@@ -40,9 +40,12 @@ import msgspec
 import trio
 
 from ..model.errors import RequestError
+from ..model.metrics import GuardAnswer
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from .extension import Extension
+from .intercept import Outcome
+from .verdicts import Verdicts
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,11 @@ def agent_prompt(payload: dict[str, msgspec.Raw]) -> str:
 
 
 async def decide(
-    guards: Sequence[Extension], payload: dict[str, msgspec.Raw], budget: float, max_bytes: int
+    guards: Sequence[Extension],
+    payload: dict[str, msgspec.Raw],
+    budget: float,
+    max_bytes: int,
+    out: Outcome | None = None,
 ) -> ap.InterceptData:
     """Asks ``guards`` in order; each gets the prompt the one before left.
 
@@ -92,6 +99,8 @@ async def decide(
         budget: each guard's deadline, in seconds (``intercept_timeout``).
         max_bytes: the longest ``event_intercept`` frame to send, without the
             newline (``max_frame_bytes``).
+        out: filled in with the guards that changed the prompt and what each
+            guard asked answered (for the audit trail), also when it raises.
 
     Raises:
         RequestError: ``bad_request`` (see :func:`agent_prompt`), or
@@ -105,13 +114,17 @@ async def decide(
     """
     prompt = agent_prompt(payload)
     fields = dict(payload)
-    rewritten_by: list[str] = []
-    for guard in guards:
+    out = out if out is not None else Outcome()
+    rewritten_by, verdicts = out.rewritten_by, Verdicts(_EVENT)
+    for i, guard in enumerate(guards):
         make = ep.event_intercept_maker(fields)
         size = len(make("")) - 1 + _ID_ROOM
         if size > max_bytes:
+            out.verdicts = verdicts.close(timed_out=False)
             raise _too_large(guards, size, max_bytes, rewritten_by)
-        new = await _ask(guard, make, budget)
+        verdicts.asked(i, guard, i + 1)  # (each guard its own round)
+        new = await _ask(guard, make, budget, verdicts, i)
+        verdicts.gave(i, GuardAnswer.ALLOW if new in (None, prompt) else GuardAnswer.REWRITE)
         if new is None:
             continue
         if new != prompt:
@@ -120,18 +133,24 @@ async def decide(
         fields["system_prompt"] = msgspec.Raw(msgspec.json.encode(prompt))
     if not guards:
         await trio.lowlevel.checkpoint()
+    out.verdicts = verdicts.close(timed_out=False)
     return ap.InterceptData(block=False, system_prompt=prompt, rewritten_by=rewritten_by)
 
 
-async def _ask(guard: Extension, make: Callable[[str], bytes], budget: float) -> str | None:
-    """One guard's prompt: the string it gave, or ``None`` to keep the one it was sent."""
+async def _ask(
+    guard: Extension, make: Callable[[str], bytes], budget: float, verdicts: Verdicts, i: int
+) -> str | None:
+    """One guard's prompt: the string it gave, or ``None`` to keep the one it
+    was sent; its failure or silence told to ``verdicts`` (as guard ``i``)."""
     try:
         with trio.move_on_after(budget) as scope:
             reply = await guard.request(make, ep.EventInterceptResponse)
     except RequestError as exc:
+        verdicts.failed(i, exc)
         _keep(guard, f"it failed ({exc.message})")
         return None
     if scope.cancelled_caught:
+        verdicts.silent(i)
         _keep(guard, f"it did not answer within {budget:g} s (sent `cancel`)")
         return None
     for field, present in (

@@ -109,6 +109,19 @@ class Verdicts:
             kind = classify(self._event, answer)
             question.settle(kind, answer.reason if kind is GuardAnswer.BLOCK else "")
 
+    def gave(self, i: int, answer: GuardAnswer) -> None:
+        """Guard ``i`` answered its open question, in effect ``answer`` (for
+        an event whose answers are judged by the asker: the system prompt)."""
+        question = self._open.pop(i, None)
+        if question is not None:
+            question.settle(answer)
+
+    def silent(self, i: int) -> None:
+        """Guard ``i`` gave no answer to its open question in time."""
+        question = self._open.pop(i, None)
+        if question is not None:
+            question.settle(GuardAnswer.SILENT, timed=False)
+
     def failed(self, i: int, exc: RequestError) -> None:
         """Guard ``i``'s request failed (it exited, broke its pipe, answered
         nonsense; or it timed out on its own deadline)."""
