@@ -32,9 +32,9 @@ temporary home, with the environment of a user with no zotd settings).
 Before comparing, both the output and the page's lines go through
 :func:`normal`: the temporary paths read as the page's (``/home/pat``,
 ``/run/user/1000``, zotd's Python as ``/home/pat/src/zotd/.venv/bin``);
-pids, uptimes, timestamps and zotd's version become placeholders; runs of
-two or more spaces are one (table columns widen with pids); trailing
-spaces go. Nothing else differs, and no line is skipped.
+pids, uptimes, a process's memory and CPU, timestamps and zotd's version
+become placeholders; runs of two or more spaces are one (table columns
+widen with pids); trailing spaces go. Nothing else differs, and no line is skipped.
 """
 
 from __future__ import annotations
@@ -178,6 +178,8 @@ PLACEHOLDERS = [
     (re.compile(r'"pid":\d+'), '"pid":PID'),
     (re.compile(rf"\bup {DURATION}"), "up UPTIME"),
     (re.compile(r'"uptime_s":[0-9.]+'), '"uptime_s":UPTIME'),
+    (re.compile(r'"rss_bytes":\d+'), '"rss_bytes":RSS'),
+    (re.compile(r'"(cpu_percent|cpu_s)":[0-9.]+'), r'"\1":CPU'),
     (TIMESTAMP, "TIME"),
     (
         re.compile(

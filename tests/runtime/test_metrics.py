@@ -1,10 +1,13 @@
 """Metrics per extension (zotd/model/metrics.py, recorded where each request
 ends: zotd/runtime/pending.py's slots), in a workspace of in-memory fake
 extensions, in virtual time: ``MockClock(autojump_threshold=0)``, so
-latencies are exact."""
+latencies are exact; and a process's figures (zotd/runtime/proc_figures.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from zotd.model.errors import RequestError
 from zotd.model.paths import Paths
 from zotd.protocol import agent as ap
 from zotd.protocol import extension as ep
+from zotd.runtime import proc_figures
 from zotd.runtime.workspace import Context, Workspace
 
 _decode_args = msgspec.json.Decoder(dict[str, Any]).decode
@@ -263,3 +267,23 @@ async def test_a_call_held_past_its_deadline_is_a_timeout_and_one_withdrawn_a_ca
         withdraw()  # still held: never sent
         assert ws.extensions["lz"].state == "starting"
         assert counts(metrics_of(ws, "lz")) == (0, 0, 1, 1)
+
+
+def test_a_process_figures_are_read_and_a_gone_one_gives_nothing() -> None:
+    figures = proc_figures.look(os.getpid(), 1.0)
+    assert figures.rss_bytes is not None and figures.rss_bytes > 0
+    assert figures.cpu_s is not None and figures.cpu_percent is not None
+    # Looked at again at once: the same percent (too short a span to mean anything).
+    assert proc_figures.look(os.getpid(), 1.0).cpu_percent == figures.cpu_percent
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert proc_figures.look(child.pid, 2.0) == proc_figures.NOTHING
+    assert proc_figures.look(None) == proc_figures.NOTHING
+    assert proc_figures.look(0) == proc_figures.NOTHING
+
+
+def test_what_is_remembered_of_processes_is_bounded() -> None:
+    for started in range(proc_figures.REMEMBERED + 10):
+        proc_figures.look(os.getpid(), float(started))
+    assert len(proc_figures._last) == proc_figures.REMEMBERED
+    proc_figures._last.clear()
