@@ -101,14 +101,17 @@ async def until(app: TopApp, pilot: Pilot[int], ok: Callable[[], bool], what: st
 async def until_row(
     app: TopApp, pilot: Pilot[int], name: str, ok: Callable[[dict[str, str]], bool], what: str
 ) -> dict[str, str]:
+    """Lets the app run until ``name``'s row passes ``ok``; returns that row."""
+    seen: list[dict[str, str]] = []
+
     def shown() -> bool:
         r = row(app, name)
-        return r is not None and ok(r)
+        if r is not None and ok(r):
+            seen.append(r)
+        return bool(seen)
 
     await until(app, pilot, shown, f"{name}: {what}")
-    found = row(app, name)
-    assert found is not None
-    return found
+    return seen[0]
 
 
 def ready(r: dict[str, str]) -> bool:

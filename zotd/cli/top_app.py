@@ -19,6 +19,7 @@ never markup, never a control character that reaches the terminal.
 from __future__ import annotations
 
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -28,6 +29,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.widgets import DataTable, Footer, RichLog, Static
 
 from .. import __version__
@@ -71,8 +73,8 @@ class TopApp(App[int]):
     #banner { height: auto; background: $error; color: $text; padding: 0 1; display: none; }
     #extensions { height: auto; max-height: 50%; }
     #panes { height: 1fr; }
-    #log { width: 1fr; border: round $secondary; display: none; }
-    #audit { width: 1fr; border: round $secondary; }
+    TextPane { width: 1fr; border: round $secondary; scrollbar-gutter: stable; overflow-x: hidden; }
+    #log { display: none; }
     #extensions.-stale { text-opacity: 50%; }
     #status { height: auto; max-height: 3; padding: 0 1; }
     """
@@ -106,8 +108,8 @@ class TopApp(App[int]):
         table: DataTable[Text] = DataTable(id="extensions", cursor_type="row", zebra_stripes=True)
         yield table
         with Horizontal(id="panes"):
-            yield RichLog(id="log", max_lines=KEPT, min_width=20, wrap=True)
-            yield RichLog(id="audit", max_lines=KEPT, min_width=20, wrap=True)
+            yield TextPane(id="log")
+            yield TextPane(id="audit")
         yield Static(id="status")
         yield Footer()
 
@@ -115,8 +117,7 @@ class TopApp(App[int]):
         table = self._table()
         for column in COLUMNS:
             table.add_column(column, key=column)
-        audit = self.query_one("#audit", RichLog)
-        audit.border_title = "intercepts"
+        self.query_one("#audit", TextPane).border_title = "intercepts"
         for line in self._audit_tail.start(BACKLOG):
             self._show_decision(line)
         self.set_interval(FOLLOW, self._follow)
@@ -216,7 +217,7 @@ class TopApp(App[int]):
             if selected in names:
                 table.move_cursor(row=names.index(selected))
         self._rows = rows
-        if self._log_name is None and self.query_one("#log", RichLog).display:
+        if self._log_name is None and self.query_one("#log", TextPane).display:
             self._open_log()
 
     def selected(self) -> str | None:
@@ -228,7 +229,7 @@ class TopApp(App[int]):
         return self._rows[row].name
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if self.query_one("#log", RichLog).display and self.selected() != self._log_name:
+        if self.query_one("#log", TextPane).display and self.selected() != self._log_name:
             self._open_log()
 
     # --- keys -------------------------------------------------------------------------
@@ -277,26 +278,25 @@ class TopApp(App[int]):
         self.say(f"{done} {name}: {info.state}{detail}", error=info.state == "failed")
 
     def action_log(self) -> None:
-        pane = self.query_one("#log", RichLog)
+        pane = self.query_one("#log", TextPane)
+        pane.display = not pane.display
         if pane.display:
-            pane.display = False
+            self._open_log()
+        else:
             self._log_tail = self._log_name = None
-            return
-        pane.display = True
-        self._open_log()
 
     def action_intercepts(self) -> None:
-        pane = self.query_one("#audit", RichLog)
+        pane = self.query_one("#audit", TextPane)
         pane.display = not pane.display
 
     # --- the panes --------------------------------------------------------------------
 
     def _open_log(self) -> None:
         """Shows the highlighted extension's log in the log pane, followed from its end."""
-        pane = self.query_one("#log", RichLog)
-        pane.clear()
-        name = self.selected()
-        self._log_name, self._log_tail = name, None
+        pane = self.query_one("#log", TextPane)
+        pane.reset()
+        name = self._log_name = self.selected()
+        self._log_tail = None
         if name is None:
             pane.border_title = "log"
             return
@@ -304,31 +304,24 @@ class TopApp(App[int]):
         # The daemon names the file; an older one may not (a name is never a path).
         path = Path(row.log) if row.log else self.target.logs_dir / f"ext-{name}.log"
         pane.border_title = f"log: {printable(name)}"
-        # Once the pane is laid out (it may have just been shown): lines wrap at its width.
-        self.call_after_refresh(self._fill_log, name, Tail(path))
-
-    def _fill_log(self, name: str, tail: Tail) -> None:
-        if name != self._log_name or self._log_tail is not None:
-            return  # another was opened meanwhile
-        pane = self.query_one("#log", RichLog)
-        lines = tail.start(BACKLOG)
+        self._log_tail = Tail(path)
+        lines = self._log_tail.start(BACKLOG)
         if not lines:
-            _write(pane, Text(printable(f"(nothing in {tail.path} yet)"), style="dim"))
+            pane.add(Text(printable(f"(nothing in {path} yet)"), style="dim"))
         for line in lines:
-            _write(pane, Text(printable(line, multiline=True)))
-        self._log_tail = tail
+            pane.add(Text(printable(line, multiline=True)))
 
     def _follow(self) -> None:
         if self._log_tail is not None:
-            pane = self.query_one("#log", RichLog)
+            pane = self.query_one("#log", TextPane)
             for line in self._log_tail.read():
-                _write(pane, Text(printable(line, multiline=True)))
+                pane.add(Text(printable(line, multiline=True)))
         for line in self._audit_tail.read():
             self._show_decision(line)
 
     def _show_decision(self, line: str) -> None:
         record = parse_decision(line)
-        pane = self.query_one("#audit", RichLog)
+        pane = self.query_one("#audit", TextPane)
         if record is None:
             if line.strip():
                 self._unreadable += 1
@@ -336,13 +329,35 @@ class TopApp(App[int]):
             return
         when, decision, what = describe_decision(record, self._workspace)
         style = DECISION_STYLES.get(record.decision, "")
-        _write(pane, Text.assemble((when, "dim"), " ", (decision, style), " ", what))
+        pane.add(Text.assemble((when, "dim"), " ", (decision, style), " ", what))
 
 
-def _write(pane: RichLog, text: Text) -> None:
-    """A line at the end of a pane, wrapped at the pane's width (once it has one)."""
-    width = pane.scrollable_content_region.width
-    pane.write(text, width=width if width > 0 else None)
+class TextPane(RichLog):
+    """A log of lines of :class:`Text`, wrapped at its own width, and wrapped
+    again when that changes (a resize, the pane beside it shown or hidden)."""
+
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id, max_lines=KEPT, min_width=1, wrap=True)
+        self._texts: deque[Text] = deque(maxlen=KEPT)
+        self._width = 0
+
+    def add(self, text: Text) -> None:
+        """A line at the end (kept, and shown once the pane has a width)."""
+        self._texts.append(text)
+        if self._width > 0:
+            self.write(text, width=self._width)
+
+    def reset(self) -> None:
+        self._texts.clear()
+        self.clear()
+
+    def on_resize(self, event: Resize) -> None:
+        width = self.scrollable_content_region.width
+        if width > 0 and width != self._width:
+            self._width = width
+            self.clear()
+            for text in self._texts:
+                self.write(text, width=width)
 
 
 def _cell(row: Row, column: str, value: str) -> Text:
