@@ -94,7 +94,7 @@ class Page:
 
 PAGES = {
     "cli": Page(
-        ROOT / "docs" / "cli.md", "~/project", norun=4, fences=frozenset({("console",)} | NORUN)
+        ROOT / "docs" / "cli.md", "~/project", norun=6, fences=frozenset({("console",)} | NORUN)
     ),
     "readme": Page(
         ROOT / "README.md", "~/src/zotd", norun=2, fences=frozenset(RUN | NORUN | DAEMON)
