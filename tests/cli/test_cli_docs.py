@@ -32,7 +32,7 @@ temporary home, with the environment of a user with no zotd settings).
 Before comparing, both the output and the page's lines go through
 :func:`normal`: the temporary paths read as the page's (``/home/pat``,
 ``/run/user/1000``, zotd's Python as ``/home/pat/src/zotd/.venv/bin``);
-pids, uptimes, a process's memory and CPU, timestamps and zotd's version
+pids, uptimes, a process's memory and CPU, latencies, timestamps and zotd's version
 become placeholders; runs of two or more spaces are one (table columns
 widen with pids); trailing spaces go. Nothing else differs, and no line is skipped.
 """
@@ -180,6 +180,8 @@ PLACEHOLDERS = [
     (re.compile(r'"uptime_s":[0-9.]+'), '"uptime_s":UPTIME'),
     (re.compile(r'"rss_bytes":\d+'), '"rss_bytes":RSS'),
     (re.compile(r'"(cpu_percent|cpu_s)":[0-9.]+'), r'"\1":CPU'),
+    (re.compile(r"\b\d+(?:\.\d+)? ms\b"), "N ms"),  # zot audit's latencies
+    (re.compile(r'"(latency_ms|took_ms)":[0-9.]+'), r'"\1":MS'),
     (TIMESTAMP, "TIME"),
     (
         re.compile(
