@@ -9,6 +9,7 @@ real extensions.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -86,6 +87,9 @@ def write_all(cli: Cli) -> Path:
         "beta: from a run before any stamp\n[zotd 2026-11-30 10:00:02.250] started pid 2: ./beta\n"
     )
     (logs / "ext-gamma-longer.log").write_text("[zotd 2026-11-30 10:00:04] an old-style note\n")
+    # alpha's last line, after its last note: when the log was last written to.
+    written = local("2026-11-30 10:00:05")
+    os.utime(logs / "ext-alpha.log", (written, written))
     return logs
 
 
@@ -122,18 +126,28 @@ def test_since_takes_an_age_or_an_iso_time(cli: Cli) -> None:
     log = log_dir(cli) / "ext-wx.log"
     now = time.time()
     log.write_text(
-        f"[zotd {local_text(now - 7200)}] two hours ago\n"
-        "wx: said two hours ago\n"
-        f"[zotd {local_text(now - 600)}] ten minutes ago\n"
-        "wx: said ten minutes ago\n"
+        f"[zotd {local_text(now - 7200)}] started pid 1\n"
+        f"[zotd {local_text(now - 5400)}] ready\n"
+        "wx: written before the next note\n"
+        f"[zotd {local_text(now - 600)}] a note of ten minutes ago\n"
+        "wx: the last line\n"
     )
-    assert lines_of(logs(cli, "wx", "--since", "1h"))[1:] == ["wx: said ten minutes ago"]
-    assert len(lines_of(logs(cli, "wx", "--since", "3h"))) == 4
-    assert lines_of(logs(cli, "wx", "--since", "5m")) == []
-    assert len(lines_of(logs(cli, "wx", "--since", "1d", "-n", "1"))) == 1
+    # An extension's own line was written before the note after it: it may
+    # be of the last hour, and is shown; the last, when the log was written.
+    assert lines_of(logs(cli, "wx", "--since", "1h")) == [
+        "wx: written before the next note",
+        f"[zotd {local_text(now - 600)}] a note of ten minutes ago",
+        "wx: the last line",
+    ]
+    assert len(lines_of(logs(cli, "wx", "--since", "3h"))) == 5
+    assert lines_of(logs(cli, "wx", "--since", "5m")) == ["wx: the last line"]
+    assert lines_of(logs(cli, "wx", "--since", "1d", "-n", "1")) == ["wx: the last line"]
     # An absolute time, local as the stamps are.
     moment = datetime.fromtimestamp(now - 3600).strftime("%Y-%m-%dT%H:%M:%S")
-    assert lines_of(logs(cli, "wx", "--since", moment))[1:] == ["wx: said ten minutes ago"]
+    assert len(lines_of(logs(cli, "wx", "--since", moment))) == 3
+    # The log was last written to before the time: nothing.
+    os.utime(log, (now - 7200, now - 7200))
+    assert lines_of(logs(cli, "wx", "--since", "1h")) == []
 
 
 def test_since_reaches_back_into_the_rotated_copies(cli: Cli) -> None:
@@ -147,9 +161,13 @@ def test_since_reaches_back_into_the_rotated_copies(cli: Cli) -> None:
         "wx: after the rotation",
         "[zotd 2026-11-30 11:00:00.000] late",
     ]
+    # wx's own lines are of 11:00 at the latest: shown.
     assert lines_of(logs(cli, "wx", "--since", "2026-11-30T10:30")) == [
-        "[zotd 2026-11-30 11:00:00.000] late"
+        "wx: early",
+        "wx: after the rotation",
+        "[zotd 2026-11-30 11:00:00.000] late",
     ]
+    assert lines_of(logs(cli, "wx", "--since", "2026-11-30T11:00:00.001")) == []
 
 
 @pytest.mark.parametrize("bad", ["yesterday", "10", "-5m", "2026-11-31"])
@@ -178,31 +196,34 @@ def test_a_log_that_cannot_be_read_says_so(cli: Cli) -> None:
 def test_all_interleaves_every_log_in_time_order_tagged(cli: Cli) -> None:
     write_all(cli)
     assert lines_of(logs(cli, "--all")) == [
-        "-                       beta          beta: from a run before any stamp",
         "2026-11-30 09:59:59.000 alpha         [zotd] started pid 1: ./alpha",
-        "2026-11-30 09:59:59.000 alpha         alpha: booting",
         "2026-11-30 10:00:00.000 zotd          INFO zotd.runtime.daemon: listening",
+        # alpha's own line, in ext-alpha.log.1: the time of the next note.
+        "2026-11-30 10:00:01.000 alpha         alpha: booting",
         "2026-11-30 10:00:01.000 alpha         [zotd] rotated this log",
-        "2026-11-30 10:00:01.000 alpha         alpha: ready \\x1b[31mred",
+        "2026-11-30 10:00:02.250 beta          beta: from a run before any stamp",
         "2026-11-30 10:00:02.250 beta          [zotd] started pid 2: ./beta",
         "2026-11-30 10:00:03.500 zotd          WARNING zotd.runtime.extension: extension beta: slow",
+        # A line of the daemon's log without a stamp goes with the record above.
         "2026-11-30 10:00:03.500 zotd          Traceback (most recent call last):",
         "2026-11-30 10:00:04.000 gamma-longer  [zotd] an old-style note",
+        # After the last note: when the log was last written to; escaped.
+        "2026-11-30 10:00:05.000 alpha         alpha: ready \\x1b[31mred",
     ]
     # -n: the last N of them all; --since: from that time on, in every log.
     assert [line[24:36] for line in lines_of(logs(cli, "--all", "-n", "3"))] == [
         "zotd        ",
-        "zotd        ",
         "gamma-longer",
+        "alpha       ",
     ]
-    since = lines_of(logs(cli, "--all", "--since", "2026-11-30T10:00:01"))
+    since = lines_of(logs(cli, "--all", "--since", "2026-11-30T10:00:02"))
     assert [line[:23] for line in since] == [
-        "2026-11-30 10:00:01.000",
-        "2026-11-30 10:00:01.000",
+        "2026-11-30 10:00:02.250",
         "2026-11-30 10:00:02.250",
         "2026-11-30 10:00:03.500",
         "2026-11-30 10:00:03.500",
         "2026-11-30 10:00:04.000",
+        "2026-11-30 10:00:05.000",
     ]
 
 
@@ -210,12 +231,6 @@ def test_all_json_is_one_object_per_line_with_its_time(cli: Cli) -> None:
     logs_dir = write_all(cli)
     res = logs(cli, "--all", "--json", "-n", "4")
     assert [json.loads(line) for line in lines_of(res)] == [
-        {
-            "extension": "beta",
-            "path": str(logs_dir / "ext-beta.log"),
-            "time": iso_text(local("2026-11-30 10:00:02.250")),
-            "line": "[zotd 2026-11-30 10:00:02.250] started pid 2: ./beta",
-        },
         {
             "extension": None,
             "path": str(logs_dir / "zotd.log"),
@@ -234,11 +249,20 @@ def test_all_json_is_one_object_per_line_with_its_time(cli: Cli) -> None:
             "time": iso_text(local("2026-11-30 10:00:04")),
             "line": "[zotd 2026-11-30 10:00:04] an old-style note",
         },
+        {
+            "extension": "alpha",
+            "path": str(logs_dir / "ext-alpha.log"),
+            "time": iso_text(local("2026-11-30 10:00:05")),
+            "line": "alpha: ready \x1b[31mred",
+        },
     ]
     first = json.loads(lines_of(logs(cli, "--all", "--json"))[0])
-    assert (first["extension"], first["time"]) == ("beta", None)  # before any stamp
-    rotated = json.loads(lines_of(logs(cli, "--all", "--json"))[1])
-    assert rotated["path"] == str(logs_dir / "ext-alpha.log.1")
+    assert first == {
+        "extension": "alpha",
+        "path": str(logs_dir / "ext-alpha.log.1"),
+        "time": iso_text(local("2026-11-30 09:59:59")),
+        "line": "[zotd 2026-11-30 09:59:59.000] started pid 1: ./alpha",
+    }
 
 
 def test_all_without_logs_says_so(cli: Cli) -> None:
@@ -253,7 +277,7 @@ def test_follow_all_picks_up_new_lines_and_new_logs(cli: Cli) -> None:
         stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None
-    assert read_line(proc.stdout).endswith("gamma-longer  [zotd] an old-style note")
+    assert read_line(proc.stdout).endswith("alpha         alpha: ready \\x1b[31mred")
     with (logs_dir / "ext-beta.log").open("a") as f:
         f.write("beta: a line written while followed\n")
     assert read_line(proc.stdout).endswith("beta          beta: a line written while followed")

@@ -47,6 +47,15 @@ def write_logs(paths: Paths) -> None:
     (logs / "notes.txt").write_text("not a log\n")
 
 
+def read_all(paths: Paths, since: float | None = None) -> list[Tagged]:
+    """Every log's lines (the last 100, or those since ``since``), interleaved."""
+    streams = [
+        tagged(ext, LogReader(path, records=ext is None).read(None if since else 100, since))
+        for ext, path in log_sources(paths)
+    ]
+    return list(interleave(streams))
+
+
 def shown(items: list[Tagged]) -> list[tuple[str | None, str]]:
     return [(item.extension, item.line.text) for item in items]
 
@@ -65,42 +74,44 @@ def test_the_logs_are_the_daemons_first_then_each_extensions(paths: Paths) -> No
 
 def test_lines_are_interleaved_in_time_order(paths: Paths) -> None:
     write_logs(paths)
-    streams = [tagged(ext, LogReader(path).read(100, None)) for ext, path in log_sources(paths)]
-    merged = list(interleave(streams))
+    merged = read_all(paths)
     assert shown(merged) == [
-        ("gamma", "from an older run, before any stamp"),  # no time: first
         ("alpha", "[zotd 2026-11-30 09:00:00.000] long ago"),  # from ext-alpha.log.1
         (None, "2026-11-30 10:00:00,000 INFO zotd.runtime.daemon: listening"),
         ("alpha", "[zotd 2026-11-30 10:00:01.000] started pid 1"),
-        ("alpha", "alpha says hi"),
         ("beta", "[zotd 2026-11-30 10:00:02.000] started pid 2"),
-        ("beta", "beta says hi"),
-        ("beta", "beta again"),
         # The same time: the logs' order (the daemon's first), each log's own kept.
         (None, "2026-11-30 10:00:03,000 INFO zotd.runtime.daemon: a client"),
         (None, "  a continuation line"),
+        ("beta", "beta says hi"),
+        ("beta", "beta again"),
         ("beta", "[zotd 2026-11-30 10:00:03.000] same second as zotd's"),
+        ("gamma", "from an older run, before any stamp"),
         ("gamma", "[zotd 2026-11-30 10:00:04.000] started pid 3"),
+        ("alpha", "alpha says hi"),
         ("alpha", "[zotd 2026-11-30 10:00:05.000] stopped"),
         (None, "2026-11-30 10:00:06,000 INFO zotd.runtime.daemon: stopping"),
     ]
-    # Unstamped lines carry the time of the line before them in their log.
-    assert merged[4].line.time == local("2026-11-30 10:00:01")
-    assert merged[9].line.time == local("2026-11-30 10:00:03")
-    assert merged[0].line.time is None
+    # An extension's own line has the time of the next note in its log (it
+    # was written before it); a line of the daemon's, that of its record.
+    assert merged[6].line.time == local("2026-11-30 10:00:03")
+    assert merged[11].line.time == local("2026-11-30 10:00:05")
+    assert merged[5].line.time == local("2026-11-30 10:00:03")
 
 
 def test_since_applies_to_every_log(paths: Paths) -> None:
     write_logs(paths)
-    since = local("2026-11-30 10:00:03")
-    streams = [tagged(ext, LogReader(path).read(None, since)) for ext, path in log_sources(paths)]
-    assert [text for _, text in shown(list(interleave(streams)))] == [
-        "2026-11-30 10:00:03,000 INFO zotd.runtime.daemon: a client",
-        "  a continuation line",
-        "[zotd 2026-11-30 10:00:03.000] same second as zotd's",
-        "[zotd 2026-11-30 10:00:04.000] started pid 3",
-        "[zotd 2026-11-30 10:00:05.000] stopped",
-        "2026-11-30 10:00:06,000 INFO zotd.runtime.daemon: stopping",
+    assert shown(read_all(paths, since=local("2026-11-30 10:00:03"))) == [
+        (None, "2026-11-30 10:00:03,000 INFO zotd.runtime.daemon: a client"),
+        (None, "  a continuation line"),
+        ("beta", "beta says hi"),
+        ("beta", "beta again"),
+        ("beta", "[zotd 2026-11-30 10:00:03.000] same second as zotd's"),
+        ("gamma", "from an older run, before any stamp"),
+        ("gamma", "[zotd 2026-11-30 10:00:04.000] started pid 3"),
+        ("alpha", "alpha says hi"),
+        ("alpha", "[zotd 2026-11-30 10:00:05.000] stopped"),
+        (None, "2026-11-30 10:00:06,000 INFO zotd.runtime.daemon: stopping"),
     ]
 
 

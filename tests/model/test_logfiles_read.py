@@ -172,35 +172,73 @@ def test_lines_reach_back_into_the_rotated_copies(tmp_path: Path) -> None:
     assert list(LogReader(log).read(0, None)) == []
 
 
-def test_a_line_without_a_stamp_has_the_time_of_the_line_before(tmp_path: Path) -> None:
+def test_an_extensions_own_line_has_the_time_of_the_next_stamp(tmp_path: Path) -> None:
+    # Its stderr was written before the note that follows it; the last
+    # lines, when the log was last written to.
     log = rotated_log(tmp_path)
+    written = os.stat(log).st_mtime
     found = list(LogReader(log).read(150, None))
+    # line 149 is in ext-x.log.1: the next stamp is ext-x.log's first line.
+    assert found[0].time == local("2026-11-30 10:02:00")
+    assert found[50].time == local("2026-11-30 10:02:00")
+    assert found[51].time == found[-1].time == written
+
+
+def test_in_the_daemons_log_a_line_has_the_time_of_the_record_above(tmp_path: Path) -> None:
+    # A traceback, a message of several lines: they go with their record.
+    log = rotated_log(tmp_path)
+    found = list(LogReader(log, records=True).read(150, None))
     # line 149 is in ext-x.log.1, after its note of 10:01: the walk went back to it.
     assert found[0].time == local("2026-11-30 10:01:00")
     assert found[50].time == found[51].time == found[-1].time == local("2026-11-30 10:02:00")
 
 
-def test_lines_before_any_stamp_have_no_time(tmp_path: Path) -> None:
+def test_lines_before_any_stamp_have_the_time_of_the_first(tmp_path: Path) -> None:
     log = tmp_path / "ext-x.log"
     log.write_text("no stamp 1\nno stamp 2\n" + note("2026-11-30 10:00:00", "now") + "after\n")
+    os.utime(log, (local("2026-11-30 10:00:07"), local("2026-11-30 10:00:07")))
+    at = local("2026-11-30 10:00:00")
     found = list(LogReader(log).read(10, None))
-    assert [line.time for line in found] == [None, None, *[local("2026-11-30 10:00:00")] * 2]
+    assert [line.time for line in found] == [at, at, at, local("2026-11-30 10:00:07")]
+    found = list(LogReader(log, records=True).read(10, None))
+    assert [line.time for line in found] == [at] * 4
+    # With no stamp at all: when it was last written to.
+    log.write_text("a\nb\n")
+    os.utime(log, (at, at))
+    for records in (False, True):
+        assert [line.time for line in LogReader(log, records=records).read(10, None)] == [at] * 2
 
 
 def test_since_keeps_the_lines_of_that_time_and_later(tmp_path: Path) -> None:
     log = rotated_log(tmp_path)
     since = local("2026-11-30 10:01:00")
+    # An extension's own lines before the note of 10:01 may be of 10:01: kept.
     found = list(LogReader(log).read(None, since))
-    assert len(found) == 200  # the notes of 10:01 and 10:02, and the lines after them
-    assert texts(found)[0] == "[zotd 2026-11-30 10:01:00.000] generation 1"
-    # Just after a note, the lines it stamps (by the rule) are before the time.
+    assert len(found) == 299
+    assert texts(found)[0] == "line 0"
     found = list(LogReader(log).read(None, since + 0.001))
-    assert texts(found)[0] == "[zotd 2026-11-30 10:02:00.000] generation 2"
-    assert len(found) == 100
+    assert texts(found)[0] == "line 100"
+    assert len(found) == 199  # 99 lines of ext-x.log.1, all of ext-x.log
+    found = list(LogReader(log).read(None, local("2026-11-30 10:02:00.001")))
+    assert texts(found)[0] == "line 200"  # written after the last note, before now
     # With -n too: the last N of those.
     assert texts(LogReader(log).read(3, since)) == ["line 296", "line 297", "line 298"]
-    assert len(list(LogReader(log).read(150, since + 0.001))) == 100
-    assert list(LogReader(log).read(None, local("2026-11-30 11:00"))) == []
+    assert len(list(LogReader(log).read(250, since + 0.001))) == 199
+    assert list(LogReader(log).read(None, os.stat(log).st_mtime + 1)) == []
+    assert list(LogReader(log).read(5, os.stat(log).st_mtime + 1)) == []
+
+
+def test_since_in_the_daemons_log_starts_at_a_record(tmp_path: Path) -> None:
+    log = rotated_log(tmp_path)
+    since = local("2026-11-30 10:01:00")
+    found = list(LogReader(log, records=True).read(None, since))
+    assert len(found) == 200  # the notes of 10:01 and 10:02, and the lines after them
+    assert texts(found)[0] == "[zotd 2026-11-30 10:01:00.000] generation 1"
+    found = list(LogReader(log, records=True).read(None, since + 0.001))
+    assert texts(found)[0] == "[zotd 2026-11-30 10:02:00.000] generation 2"
+    assert len(found) == 100
+    assert texts(LogReader(log, records=True).read(2, since)) == ["line 297", "line 298"]
+    assert list(LogReader(log, records=True).read(None, local("2026-11-30 11:00"))) == []
 
 
 def test_a_last_line_not_ended_is_shown_but_kept_when_following(tmp_path: Path) -> None:
@@ -214,23 +252,39 @@ def test_a_last_line_not_ended_is_shown_but_kept_when_following(tmp_path: Path) 
     assert texts(reader.poll(0.0)) == ["half done"]
 
 
-def test_reading_back_a_big_log_reads_only_its_end(tmp_path: Path) -> None:
+def peak_memory(reading: Iterable[LogLine]) -> tuple[list[LogLine], int]:
+    """The first two lines and the last of what ``reading`` reads (all of
+    it is read), and the most memory held meanwhile."""
+    tracemalloc.start()
+    try:
+        kept: list[LogLine] = []
+        for line in reading:
+            kept = [*kept[:2], line] if len(kept) >= 2 else [*kept, line]
+        return kept, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_reading_back_a_big_log_holds_a_few_chunks_at_most(tmp_path: Path) -> None:
     log = tmp_path / "ext-x.log"
     line = "x" * 99 + "\n"
     with log.open("w") as f:
         f.write(note("2026-11-30 10:00:00", "started"))
-        for _ in range(8):
-            f.write(line * 10_000)  # 8 MB of the extension's own lines, unstamped
-    tracemalloc.start()
-    try:
-        found = list(LogReader(log).read(10, None))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert len(found) == 10
-    # The walk went back 8 MB to the note, for the lines' time...
+        f.write(line * 80_000)  # 8 MB of the extension's own lines, unstamped
+        f.write(note("2026-11-30 10:05:00", "exited with code 1"))
+    # Its last lines, by time: the walk goes back 8 MB to the first note.
+    found, peak = peak_memory(LogReader(log).read(None, local("2026-11-30 10:01")))
+    assert found[0].text == line[:-1] and found[0].time == local("2026-11-30 10:05:00")
+    assert peak < 1_000_000, peak
+    # All of it: each of its own lines looks ahead 8 MB, once, for its time.
+    found, peak = peak_memory(LogReader(log).read(None, local("2026-11-30 09:00")))
+    assert texts(found[:2]) == ["[zotd 2026-11-30 10:00:00] started", line[:-1]]
+    assert found[1].time == found[2].time == local("2026-11-30 10:05:00")
+    assert peak < 1_000_000, peak
+    # As the daemon's log: the last 10, whose time is 8 MB back.
+    os.truncate(log, log.stat().st_size - len(note("2026-11-30 10:05:00", "exited with code 1")))
+    found, peak = peak_memory(LogReader(log, records=True).read(10, None))
     assert found[0].time == local("2026-11-30 10:00:00")
-    # ... without ever holding more than a few chunks.
     assert peak < 1_000_000, peak
 
 

@@ -155,7 +155,7 @@ def _every_log(
     shown = _Shown(o.json)
     streams: list[Iterator[Tagged]] = []
     for extension, path in sources:
-        reader = LogReader(path)
+        reader = LogReader(path, records=extension is None)
         readers[path] = (extension, reader)
         try:
             streams.append(tagged(extension, reader.read(lines, since, follow=follow)))
@@ -174,7 +174,7 @@ def _every_log(
         time.sleep(FOLLOW_INTERVAL)
         for extension, path in _sources(paths):
             if path not in readers:  # a log that appeared meanwhile: all of it is new
-                readers[path] = (extension, LogReader(path))
+                readers[path] = (extension, LogReader(path, records=extension is None))
         shown.widen(readers.values())
         now = time.time()
         batches = [tagged(ext, reader.poll(now)) for ext, reader in readers.values()]

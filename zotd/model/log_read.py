@@ -12,10 +12,10 @@ rotations: what was written between two polls and went to ``.1`` with the
 rotation is read from ``.1``, and nothing is read twice.
 
 Each line has a time (:class:`LogLine`): the stamp it begins with
-(:mod:`.log_time`), else the time of the line before it in the history (an
-extension's own stderr is not stamped: the child writes to its log itself).
-A line that comes while following, without a stamp, has the time it was
-read. Lines before the first stamp of a history have none (None).
+(:mod:`.log_time`), else that of a stamped line near it (see
+:class:`LogReader`): an extension's own stderr is not stamped (the child
+writes to its log itself), nor are the lines that continue a record of the
+daemon's log.
 
 Plain, blocking code (no trio): ``zot ext logs`` runs it.
 """
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import logfiles
-from .log_seek import CHUNK, HEAD, OpenFile, locate
+from .log_seek import CHUNK, HEAD, OpenFile, Start, locate_records, locate_written, next_stamp
 from .log_time import stamp_of
 
 #: Bytes of a line kept; the rest is cut, and the line says how much went.
@@ -125,16 +125,25 @@ class _Lines:
         self._partial = b""
         self._cut = 0
 
-    def feed(self, data: bytes) -> list[str]:
-        """The lines ``data`` completes; the rest waits for more."""
+    @property
+    def pending(self) -> int:
+        """Bytes of the line begun and not ended (cut ones included)."""
+        return len(self._partial) + self._cut
+
+    def feed(self, data: bytes) -> list[tuple[str, int]]:
+        """The lines ``data`` completes, each with its size in bytes (its
+        newline included); the rest waits for more."""
         *whole, rest = data.split(b"\n")
-        lines = [self._line(piece) for piece in whole]
+        lines = []
+        for piece in whole:
+            size = self.pending + len(piece) + 1
+            lines.append((self._line(piece), size))
         self._add(rest)
         return lines
 
     def flush(self) -> str | None:
         """The line begun and not ended, if any; it is then done."""
-        return self._line(b"") if self._partial or self._cut else None
+        return self._line(b"") if self.pending else None
 
     def reset(self) -> None:
         """Forgets the line begun."""
@@ -160,12 +169,23 @@ class _Lines:
 class LogReader:
     """Reads one log: first what :meth:`read` selects, then, with
     :meth:`poll`, what was appended since (or everything, if :meth:`read`
-    was not called: a log that appeared while following)."""
+    was not called: a log that appeared while following).
 
-    __slots__ = ("_lines", "_offset", "_pred", "_tail", "path", "trouble")
+    With ``records`` (the daemon's log), a line without a stamp continues
+    the record above it, and has its time; else (an extension's log, whose
+    own stderr is not stamped) it has the time of the next stamped line, or
+    the time the log was last written to after the last one, or while
+    following, the time it was read: the earliest time known not to be
+    before it.
+    """
 
-    def __init__(self, path: Path) -> None:
+    __slots__ = ("_carried", "_lines", "_offset", "_pred", "_tail", "path", "records", "trouble")
+
+    def __init__(self, path: Path, *, records: bool = False) -> None:
         self.path = path
+        self.records = records
+        #: The time of the last stamp read (for ``records``).
+        self._carried: float | None = None
         #: What went wrong reading it last (a rotated copy that cannot be
         #: read, say), for the caller to tell and clear; else None.
         self.trouble: str | None = None
@@ -205,7 +225,10 @@ class LogReader:
                     self.trouble = f"cannot read {path}: {reason(exc)}"
                     continue
                 files.append(OpenFile(path, fd, os.fstat(fd).st_size if fd is not None else 0))
-            index, offset, carried = locate(files, lines, since)
+            opened = [file.fd for file in files if file.fd is not None]
+            mtime = os.fstat(opened[-1]).st_mtime if opened else None
+            locate = locate_records if self.records else locate_written
+            start = locate(files, lines, since, mtime)
         except OSError:
             for file in files:
                 if file.fd is not None:
@@ -213,31 +236,50 @@ class LogReader:
             with contextlib.suppress(OSError):
                 self._offset = _size(self.path)  # from now on, only what comes
             raise
-        return self._forward(files, index, offset, carried, follow)
+        return self._forward(files, start, mtime, follow)
 
     def _forward(
-        self, files: list[OpenFile], index: int, offset: int, carried: float | None, follow: bool
+        self, files: list[OpenFile], start: Start, mtime: float | None, follow: bool
     ) -> Iterator[LogLine]:
         self._lines.reset()
+        carried = start.carried if self.records else None
+        skip = start.skip
+        ahead: tuple[int, int, float | None] | None = None  # the next stamped line
         try:
-            for i in range(index, len(files)):
+            for i in range(start.index, len(files)):
                 file, current = files[i], i == len(files) - 1
-                at = offset if i == index else 0
+                at = start.offset if i == start.index else 0
                 if file.fd is None:
                     continue
                 tail = os.pread(file.fd, min(HEAD, at), at - min(HEAD, at)) if current else b""
+                begins = at - self._lines.pending  # where the next line begins
                 while data := os.pread(file.fd, CHUNK, at):
                     at += len(data)
                     if current:
                         tail = (tail + data)[-HEAD:]
-                    for text in self._lines.feed(data):
-                        carried = _time(text, carried)
-                        yield LogLine(carried, file.path, text)
+                    for text, size in self._lines.feed(data):
+                        here, begins = (i, begins), begins + size
+                        if skip:
+                            skip = False
+                            continue
+                        moment = stamp_of(text)
+                        if moment is not None:
+                            carried = moment if self.records else None
+                        elif carried is not None:
+                            moment = carried
+                        else:
+                            if ahead is None or ahead[:2] <= here:
+                                ahead = next_stamp(files, i, max(0, here[1]), mtime)
+                            moment = ahead[2]
+                        yield LogLine(moment, file.path, text)
                 if current:
                     self._offset, self._tail = at, tail
+            self._carried = carried
             rest = None if follow else self._lines.flush()
             if rest is not None:
-                yield LogLine(_time(rest, carried), files[-1].path, rest)
+                yield LogLine(
+                    _time(rest, carried if carried is not None else mtime), files[-1].path, rest
+                )
         except OSError as exc:
             self.trouble = f"cannot read {self.path}: {reason(exc)}"
         finally:
@@ -247,7 +289,8 @@ class LogReader:
 
     def poll(self, now: float) -> list[LogLine]:
         """The whole lines appended since the last read or poll; a line
-        without a stamp has the time ``now``. A rotation in between loses
+        without a stamp has the time ``now`` (with ``records``: the time of
+        the stamp before it, if there was one). A rotation in between loses
         nothing that its copy kept (the rest of the old log is read from
         ``.1``) and repeats nothing; a log truncated or replaced otherwise
         is read again from its start. Never raises :exc:`OSError` (it is
@@ -299,7 +342,12 @@ class LogReader:
                     break
                 self._offset += len(data)
                 self._tail = (self._tail + data)[-HEAD:]
-                for text in self._lines.feed(data):
-                    found.append(LogLine(_time(text, now), path, text))
+                for text, _ in self._lines.feed(data):
+                    moment = stamp_of(text)
+                    if moment is None:
+                        moment = now if self._carried is None else self._carried
+                    elif self.records:
+                        self._carried = moment
+                    found.append(LogLine(moment, path, text))
         finally:
             os.close(fd)
