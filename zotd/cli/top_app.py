@@ -68,6 +68,7 @@ class TopApp(App[int]):
     """The live view. Its return value is the exit code (0 on ``q``, 130 on Ctrl+C)."""
 
     TITLE = "zot top"
+    ENABLE_COMMAND_PALETTE = False  # its themes and screenshots are not this view's business
     CSS = """
     #title { height: 1; background: $panel; padding: 0 1; }
     #banner { height: auto; background: $error; color: $text; padding: 0 1; display: none; }
