@@ -21,7 +21,7 @@ from enum import StrEnum
 from ..protocol import extension as ep
 from ..protocol.agent_data import Metrics
 
-__all__ = ["WINDOW", "Counters", "Ending", "GuardAnswer", "counted", "ending_of"]
+__all__ = ["COUNTED", "WINDOW", "Counters", "Ending", "GuardAnswer", "counted", "ending_of"]
 
 #: How many recent answers the latency percentiles are taken over.
 WINDOW = 256
@@ -47,20 +47,38 @@ class GuardAnswer(StrEnum):
     CRASHED = "crashed"  # its request failed (it exited, or broke its pipe)
 
 
+# (Looked up once: these are on the path of every call.)
+_TOOL_RESULT = ep.ToolResult
+_COMMAND_RESPONSE = ep.CommandResponse
+_OK, _ERROR, _FAILED, _TIMEOUT = Ending.OK, Ending.ERROR, Ending.FAILED, Ending.TIMEOUT
+
+
+#: The replies of the requests the metrics count as calls: tool calls and
+#: commands (not intercept questions).
+COUNTED: frozenset[type] = frozenset({_TOOL_RESULT, _COMMAND_RESPONSE})
+
+
 def counted(expect: type) -> bool:
     """Whether a request expecting ``expect`` is a call the metrics count
     (a tool call or a command; not an intercept question)."""
-    return expect is ep.ToolResult or expect is ep.CommandResponse
+    return expect in COUNTED
+
+
+def _is_error(reply: object) -> bool:
+    """Whether ``reply`` is an error: a tool result with ``is_error``, a
+    command response with an ``error``."""
+    kind = type(reply)
+    if kind is _TOOL_RESULT:
+        return reply.is_error  # type: ignore[attr-defined, no-any-return]
+    if kind is _COMMAND_RESPONSE:
+        return bool(reply.error)  # type: ignore[attr-defined]
+    return False
 
 
 def ending_of(reply: object) -> Ending:
     """How a request ended that got ``reply``: ``OK``, or ``ERROR`` for a
     tool result with ``is_error`` or a command response with an ``error``."""
-    if isinstance(reply, ep.ToolResult):
-        return Ending.ERROR if reply.is_error else Ending.OK
-    if isinstance(reply, ep.CommandResponse) and reply.error:
-        return Ending.ERROR
-    return Ending.OK
+    return _ERROR if _is_error(reply) else _OK
 
 
 class Counters:
@@ -84,20 +102,31 @@ class Counters:
         says when it failed, not how fast it answers). ``TIMEOUT`` and
         ``CANCEL`` are not calls.
         """
-        if ending is Ending.OK:
+        if ending is _OK:
             self.calls += 1
             self._latencies.append(seconds)
-        elif ending is Ending.ERROR:
+        elif ending is _ERROR:
             self.calls += 1
             self.errors += 1
             self._latencies.append(seconds)
-        elif ending is Ending.FAILED:
+        elif ending is _FAILED:
             self.calls += 1
             self.errors += 1
-        elif ending is Ending.TIMEOUT:
+        elif ending is _TIMEOUT:
             self.timeouts += 1
         else:
             self.cancels += 1
+
+    def replied(self, reply: object, seconds: float) -> None:
+        """:meth:`ended` for a reply: ``ERROR`` if it is one (see
+        :func:`ending_of`), else ``OK`` (the path of every answer, kept short)."""
+        self.calls += 1
+        kind = type(reply)  # (_is_error, inline)
+        if (kind is _TOOL_RESULT and reply.is_error) or (  # type: ignore[attr-defined]
+            kind is _COMMAND_RESPONSE and reply.error  # type: ignore[attr-defined]
+        ):
+            self.errors += 1
+        self._latencies.append(seconds)
 
     def answered(self, answer: GuardAnswer) -> None:
         """It answered an intercept this way."""

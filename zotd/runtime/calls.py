@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from ..model.errors import RequestError, extension_failed
-from ..model.metrics import Ending, counted
+from ..model.metrics import COUNTED, Ending
 from ..protocol import extension as ep
 from .link import R
 from .pending import PendingTable, Slot, given_up
@@ -118,7 +118,7 @@ class Calls:
                 or replies with a malformed or mismatched frame.
         """
         outbox, rid = self._next_request()
-        counters = self._ext.metrics if counted(expect) else None
+        counters = self._ext.metrics if expect in COUNTED else None
         slot: Slot[R, ep.ToolProgress] = Slot(expect, on_reply=on_reply, counters=counters)
         self.pending.add(rid, slot)
         deadline = trio.current_effective_deadline()  # (the caller's: given up past it, timed out)
@@ -182,8 +182,10 @@ class Calls:
             raise extension_failed(
                 f"extension {self._ext.name!r} stopped reading its stdin"
             ) from None
-        counters = self._ext.metrics if counted(expect) else None
-        self.pending.add(rid, Slot(expect, callback, progress=progress, counters=counters), timeout)
+        slot: Slot[R, ep.ToolProgress] = Slot(expect, callback, progress=progress)
+        if expect in COUNTED:  # (not a keyword argument: this is the hot path)
+            slot.counters = self._ext.metrics
+        self.pending.add(rid, slot, timeout)
         return rid
 
     def _stuck(self, outbox: Outbox) -> RequestError:
