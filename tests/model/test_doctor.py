@@ -21,6 +21,7 @@ from zotd.model.manifest import Found, load
 from zotd.protocol import extension as ep
 from zotd.protocol.agent import ExtensionInfo, HandshakeInfo, Metrics, Shadowed
 
+
 class Grace(TypedDict):
     ready_grace: float
     ready_idle: float
@@ -355,6 +356,10 @@ def test_a_trial_without_hello() -> None:
     assert whats(df.trial_findings("wx", "zot", trial, **GRACE)) == [
         ("error", "it did not say `hello` within the dry run's 3 s"),
         ("warning", "wrote 1 line(s) to stdout that are not frames (first: 'banner': not JSON)"),
+    ]
+    shorter = dr.Trial(settled=False, hello_bound=1.5)  # hello_timeout under ready_grace
+    assert whats(df.trial_findings("wx", "zot", shorter, **GRACE)) == [
+        ("error", "it did not say `hello` within the dry run's 1.5 s")
     ]
 
 

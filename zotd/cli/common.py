@@ -78,11 +78,17 @@ def die(message: str, code: int = 1) -> NoReturn:
 
 
 def run_async(fn: Callable[[], Awaitable[T]]) -> T:
-    """Runs a coroutine function under trio (through anyio); Ctrl+C exits 130."""
+    """Runs a coroutine function under trio (through anyio); Ctrl+C exits 130
+    (also when it lands in a nursery, which wraps it in an exception group)."""
     try:
         return anyio.run(fn, backend="trio")
     except KeyboardInterrupt:
         raise SystemExit(130) from None
+    except BaseExceptionGroup as group:
+        interrupted, rest = group.split(KeyboardInterrupt)
+        if interrupted is not None and rest is None:
+            raise SystemExit(130) from None
+        raise
 
 
 def print_json(value: Any) -> None:

@@ -119,6 +119,8 @@ class Trial:
     refused: str = ""
     spawn_error: str = ""
     settled: bool = True
+    #: How long it was given to say ``hello`` (0: not said).
+    hello_bound: float = 0.0
     bad_lines: int = 0
     first_bad: str = ""
     oversized: int = 0

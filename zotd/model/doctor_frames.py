@@ -162,7 +162,7 @@ def trial_findings(
             _f(
                 Severity.ERROR,
                 name,
-                f"it did not {said} within the dry run's {ready_grace:g} s",
+                f"it did not {said} within the dry run's {trial.hello_bound or ready_grace:g} s",
                 first_line(name, kind),
             )
         )
