@@ -302,7 +302,7 @@ class TopApp(App[int]):
             pane.border_title = "log"
             return
         row = next(r for r in self._rows if r.name == name)
-        # The daemon names the file; an older one may not (a name is never a path).
+        # Where the daemon says its log is (else where it would be, by its name).
         path = Path(row.log) if row.log else self.target.logs_dir / f"ext-{name}.log"
         pane.border_title = f"log: {printable(name)}"
         self._log_tail = Tail(path)
