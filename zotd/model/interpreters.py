@@ -30,7 +30,7 @@ _ANY_SIZE = 1 << 62
 #: by base name; ``python3.12`` and ``node20`` count as ``python`` and ``node``.
 _KNOWN = re.compile(
     r"^(?:python[0-9.]*|pypy[0-9.]*|node(?:js)?[0-9]*|deno|bun|ruby|perl|php|bash|zsh|"
-    r"uv|uvx|npx|npm|pnpm|yarn|go|lua|java)$"
+    r"uv|uvx|npx|npm|pnpm|yarn|java)$"
 )
 
 #: ``/usr/bin/env`` options that take no value and may come before the program.
