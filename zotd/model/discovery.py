@@ -139,6 +139,7 @@ def discover(
     explicit: Sequence[Path] = (),
     path_env: str | None = None,
     vet: Callable[[Found], None] | None = None,
+    look: Look | None = None,
 ) -> list[Found]:
     """Every extension a workspace sees, one per name, highest precedence first.
 
@@ -158,6 +159,8 @@ def discover(
     ``exec``. ``vet`` is called with every project-local copy whose manifest
     is sound, before the choice: it may set ``untrusted`` (or ``error``), as
     the workspace's trust store says (see :func:`zotd.model.trust.vet`).
+    ``look`` stamps what the manifests' memos depend on (see :mod:`.rereads`):
+    give the same one to the reads that follow in the same pass.
     """
     sources: list[tuple[str, Iterable[Path | Found]]] = [(Scope.EXPLICIT, explicit)]
     if workspace is not None:
@@ -168,7 +171,7 @@ def discover(
         sources.append((Scope.PROJECT, servers))
     sources.append((Scope.GLOBAL, _subdirs(global_dir)))
     copies: dict[str, list[Found]] = {}
-    look = Look()  # (the directories on PATH, stamped once for every manifest)
+    look = look or Look()  # (the directories on PATH, stamped once for every manifest)
     for scope, items in sources:
         for item in items:
             found = (

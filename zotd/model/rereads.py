@@ -35,7 +35,7 @@ from . import manifest as mf
 from . import reg_cache
 from .manifest import Found
 from .reg_cache import Cached
-from .stamps import Look, Memo, stamp
+from .stamps import Dep, Group, Look, Memo, mark
 
 __all__ = ["cache_key", "load_cache", "load_found"]
 
@@ -53,11 +53,11 @@ def load_found(
     of its own: the caller may change it)."""
     directory = directory.absolute()
 
-    def work() -> tuple[Found, list[str] | None]:
+    def work() -> tuple[Found, list[Dep] | None]:
         found = mf.load(directory, scope, path_env)
         return found, _found_depends(found, path_env)
 
-    kept = _founds.get((str(directory), scope, path_env), work, look or stamp)
+    kept = _founds.get((str(directory), scope, path_env), work, look or mark)
     return dataclasses.replace(
         kept,
         argv=list(kept.argv),
@@ -80,7 +80,7 @@ def cache_key(found: Found, look: Look | None = None) -> str:
         seen: list[str] = []
         return reg_cache.key(found, seen), seen
 
-    return _keys.get(key, work, look or stamp)
+    return _keys.get(key, work, look or mark)
 
 
 def load_cache(
@@ -95,18 +95,18 @@ def load_cache(
     def work() -> tuple[tuple[Cached | None, str], list[str]]:
         return reg_cache.load(file, name, want), [str(file)]
 
-    cached, why = _caches.get((str(file), name, want), work, look or stamp)
+    cached, why = _caches.get((str(file), name, want), work, look or mark)
     if cached is None:
         return None, why
     return Cached(list(cached.registrations), list(cached.events), list(cached.intercepts)), why
 
 
-def _found_depends(found: Found, path_env: str | None) -> list[str] | None:
+def _found_depends(found: Found, path_env: str | None) -> list[Dep] | None:
     """What :func:`~.manifest.load` read to make ``found`` (``None``: more
     than can be named; not kept)."""
     manifest = found.manifest
     directory = str(found.dir)
-    paths = [directory, os.path.join(directory, mf.MANIFEST)]
+    paths: list[Dep] = [directory, os.path.join(directory, mf.MANIFEST)]
     if manifest is None:
         return paths
     if manifest.skills or found.skills:
@@ -122,9 +122,9 @@ def _found_depends(found: Found, path_env: str | None) -> list[str] | None:
     names = {os.path.basename(exe)}
     if found.argv:
         names.add(os.path.basename(found.argv[0]))
+    lookup: list[str] = []
     for d in [own, *dirs]:
-        if not d:
-            continue
-        paths.append(d)
-        paths.extend(os.path.join(d, n) for n in sorted(names))
-    return paths
+        if d:
+            lookup.append(d)
+            lookup.extend(os.path.join(d, n) for n in sorted(names))
+    return [*paths, Group(lookup)]  # (the same for every extension run by this name)

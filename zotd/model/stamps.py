@@ -31,7 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["SETTLE_NS", "Look", "Memo", "Stamp", "stamp"]
+__all__ = ["SETTLE_NS", "Dep", "Group", "Look", "Mark", "Memo", "Stamp", "mark", "stamp"]
 
 #: How long ago the files a result depends on must have last changed for the
 #: result to be kept (FAT's timestamps are 2 s coarse; ext4's a tick).
@@ -59,10 +59,41 @@ def stamp(path: str) -> Stamp:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
+class Group(tuple[str, ...]):
+    """Paths depended on together, stamped as one: what many results share
+    (the directories on ``PATH`` and the candidates in them), checked once a
+    pass by a :class:`Look` rather than path by path for each result."""
+
+    __slots__ = ()
+
+
+#: What a result depends on: a path, or a group of them.
+Dep = str | Group
+
+#: A dependency's stamp: a path's, or a group's (one per path).
+Mark = Stamp | tuple[Stamp, ...]
+
+
+def mark(dep: Dep) -> Mark:
+    """The stamp of a path, or of each path of a group."""
+    if isinstance(dep, Group):
+        return tuple(stamp(p) for p in dep)
+    return stamp(dep)
+
+
+def _settled(m: Mark, before: int) -> bool:
+    """Whether nothing ``m`` stamps changed at ``before`` or later."""
+    if m is None:
+        return True
+    if not m or not isinstance(m[0], int):  # a group's: a stamp per path
+        return all(_settled(s, before) for s in m if not isinstance(s, int))
+    return max(m[3], m[4]) < before
+
+
 class _Entry(Generic[V]):
     __slots__ = ("stamps", "value")
 
-    def __init__(self, value: V, stamps: list[tuple[str, Stamp]]) -> None:
+    def __init__(self, value: V, stamps: list[tuple[Dep, Mark]]) -> None:
         self.value = value
         self.stamps = stamps
 
@@ -78,11 +109,11 @@ class Memo(Generic[K, V]):
     def get(
         self,
         key: K,
-        work: Callable[[], tuple[V, Iterable[str] | None]],
-        look: Callable[[str], Stamp] = stamp,
+        work: Callable[[], tuple[V, Iterable[Dep] | None]],
+        look: Callable[[Dep], Mark] = mark,
     ) -> V:
         """The result kept for ``key`` if its files are unchanged; else
-        ``work()``'s, which returns the result and every path it depended on
+        ``work()``'s, which returns the result and every path (or group) it depended on
         (kept if they have all settled; never if ``None``: it depended on
         more than it can name). What ``work`` raises is raised.
 
@@ -101,8 +132,8 @@ class Memo(Generic[K, V]):
             with self._lock:
                 self._entries.pop(key, None)
             return value
-        stamps = [(p, stamp(p)) for p in dict.fromkeys(paths)]
-        if all(s is None or max(s[3], s[4]) < began - SETTLE_NS for _, s in stamps):
+        stamps = [(p, mark(p)) for p in dict.fromkeys(paths)]
+        if all(_settled(m, began - SETTLE_NS) for _, m in stamps):
             with self._lock:
                 self._entries[key] = _Entry(value, stamps)
                 self._entries.move_to_end(key)
@@ -120,15 +151,15 @@ class Memo(Generic[K, V]):
 
 
 class Look:
-    """:func:`stamp`, each path stamped once: for one pass over many results
-    that share paths (the directories on ``PATH``). Not thread-safe: one per pass."""
+    """:func:`mark`, each dependency stamped once: for one pass over many
+    results that share paths. Not thread-safe: one per pass."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, Stamp] = {}
+        self._seen: dict[Dep, Mark] = {}
 
-    def __call__(self, path: str) -> Stamp:
+    def __call__(self, dep: Dep) -> Mark:
         try:
-            return self._seen[path]
+            return self._seen[dep]
         except KeyError:
-            found = self._seen[path] = stamp(path)
+            found = self._seen[dep] = mark(dep)
             return found

@@ -56,12 +56,16 @@ def prefetch(found: Found, cache_dir: Path, look: Look | None = None) -> Prefetc
 
 
 def prefetch_lazy(
-    found: list[Found], config: Config, cache_dir: Path, skip: Callable[[Found], bool]
+    found: list[Found],
+    config: Config,
+    cache_dir: Path,
+    skip: Callable[[Found], bool],
+    look: Look | None = None,
 ) -> dict[str, tuple[Found, Prefetched]]:
     """Blocking: :func:`prefetch` for each of ``found`` that is lazy and may
     run (but not those ``skip`` says another owner starts), by name, each
-    with the very ``Found`` it was read for."""
-    look = Look()  # (stamped once: the paths the discovery just stamped are looked up again)
+    with the very ``Found`` it was read for. ``look``: the discovery's."""
+    look = look or Look()
     done: dict[str, tuple[Found, Prefetched]] = {}
     for f in found:
         m = f.manifest

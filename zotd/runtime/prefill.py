@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..model.discovery import discover
+from ..model.stamps import Look
 from . import dozing, keeper, threads
 
 if TYPE_CHECKING:
@@ -30,13 +31,15 @@ async def warm(ctx: Context) -> None:
     workspace meets it again, and says so)."""
 
     def read() -> int:
+        look = Look()
         found = discover(
             workspace=None,
             global_dir=ctx.paths.extensions_dir,
             explicit=ctx.explicit,
             path_env=ctx.env.get("PATH", ""),
+            look=look,
         )
-        dozing.prefetch_lazy(found, ctx.config, keeper.cache_dir(ctx), lambda _: False)
+        dozing.prefetch_lazy(found, ctx.config, keeper.cache_dir(ctx), lambda _: False, look)
         return len(found)
 
     try:

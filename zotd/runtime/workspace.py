@@ -34,6 +34,7 @@ from ..model.discovery import discover
 from ..model.manifest import Found
 from ..model.paths import Paths
 from ..model.registry import Registry
+from ..model.stamps import Look
 from ..protocol import agent as ap
 from ..protocol import extension as ep
 from . import dozing, keeper, one_way, threads
@@ -179,17 +180,19 @@ class Workspace(Requests):
         if not self._config.trust_project_extensions:
             store = trust.load(self._ctx.paths.home)
             vet = partial(trust.vet, workspace=self.root, store=store)
+        look = Look()  # (what discovery stamps, the caches' reads look up again)
         found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
             explicit=[*self.dev_dirs, *self._ctx.explicit],
             path_env=self._ctx.env.get("PATH", ""),
             vet=vet,
+            look=look,
         )
         for f in found:  # zotd.toml's `scope` over the manifest's
             f.sharing = self._config.sharing_for(f.name, f.sharing)
         cache = keeper.cache_dir(self._ctx)
-        self._prefetched = dozing.prefetch_lazy(found, self._config, cache, self._pooled)
+        self._prefetched = dozing.prefetch_lazy(found, self._config, cache, self._pooled, look)
         return found
 
     def _pooled(self, found: Found) -> bool:
