@@ -229,6 +229,7 @@ def test_start_status_stop(cli: Cli, ext_dir: Path) -> None:
     as_json = cli.zotd("status", "--json")
     assert as_json.returncode == 0, as_json
     data = json.loads(as_json.stdout)
+    metrics = data["workspaces"][0].pop("metrics")
     assert data == {
         "running": True,
         "pid": pid,
@@ -240,6 +241,9 @@ def test_start_status_stop(cli: Cli, ext_dir: Path) -> None:
         ],
         "shared": [],
     }
+    assert list(metrics) == ["fx"]
+    assert (metrics["fx"]["calls"], metrics["fx"]["p50_ms"]) == (0, None)
+    assert metrics["fx"]["rss_bytes"] > 0  # (its process runs)
 
     stop = cli.zotd("stop")
     assert (stop.returncode, stop.stdout, stop.stderr) == (0, f"zotd stopped (pid {pid})\n", "")

@@ -106,8 +106,9 @@ class Metrics(msgspec.Struct):
     """What one extension's process has done, in ``list_extensions`` (see
     :mod:`zotd.model.metrics`). Counts are of tool calls and commands sent
     to it (intercept questions are counted in ``intercepts``), since its
-    first start in this workspace (restarts do not reset them); latencies
-    are over its last :data:`~zotd.model.metrics.WINDOW` answers."""
+    first start in this workspace (restarts do not reset them; a reload
+    does); latencies are over its last :data:`~zotd.model.metrics.WINDOW`
+    answers."""
 
     #: Tool calls and commands it answered (a result or its own error), or
     #: that failed before it could (it exited, was stuck, answered nonsense).
@@ -120,7 +121,8 @@ class Metrics(msgspec.Struct):
     #: Requests withdrawn before it answered: by the agent (``cancel``, a
     #: hangup) or by zotd shutting down (not in ``calls``).
     cancels: int = 0
-    #: Replies for requests no longer pending (dropped).
+    #: Replies for requests no longer pending (dropped): ``ExtensionInfo.late_replies``
+    #: (which a restart resets).
     late_replies: int = 0
     #: Latency of its answers, milliseconds, from the request's sending to
     #: its answer, over the recent window (``None`` before any answer).
