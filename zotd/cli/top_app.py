@@ -34,9 +34,10 @@ from textual.widgets import DataTable, Footer, RichLog, Static
 
 from .. import __version__
 from ..client import Client, ZotdError, connect
+from ..model.audit import trail_path
 from ..protocol import agent as ap
 from .output import STATE_STYLES, printable
-from .top_rows import AUDIT_FILE, COLUMNS, Board, Row, Tail, describe_decision, parse_decision
+from .top_rows import COLUMNS, Board, Row, Tail, describe_decision, parse_decision
 
 #: Seconds between two ``list_extensions`` polls.
 POLL = 1.0
@@ -97,7 +98,7 @@ class TopApp(App[int]):
         self._rows: list[Row] = []
         self._log_tail: Tail | None = None
         self._log_name: str | None = None
-        self._audit_tail = Tail(target.logs_dir / AUDIT_FILE)
+        self._audit_tail = Tail(trail_path(target.logs_dir))  # (where the writer writes)
         self._workspace = target.workspace
         self._unreadable = 0
 

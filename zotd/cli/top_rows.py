@@ -36,8 +36,6 @@ COLUMNS = (
 DASH = "-"
 #: Longest last error shown in the table (the rest is cut, with an ellipsis).
 ERROR_WIDTH = 60
-#: The audit trail's file name, in ``$ZOT_HOME/logs/``.
-AUDIT_FILE = "audit.jsonl"
 #: States in which an extension has no process (a push says so before the next poll).
 NO_PROCESS = frozenset({"exited", "failed", "disabled", "untrusted", "restarting", "sleeping"})
 
