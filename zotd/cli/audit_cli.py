@@ -12,12 +12,10 @@ on stderr with its file and line number, once, and skipped.
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
@@ -26,6 +24,7 @@ from cyclopts import Parameter
 
 from ..model import audit as trail
 from ..model.audit import AuditRecord, GuardVerdict
+from ..model.log_time import parse_since
 from .common import Options, Where, die, settings
 from .output import json_printable, printable
 
@@ -38,8 +37,6 @@ DEFAULT_LINES = 100
 #: Lines that are not records reported one by one before the rest go unsaid.
 MAX_REPORTS = 5
 
-_AGO = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 _decode = msgspec.json.Decoder(AuditRecord).decode
 
@@ -94,19 +91,15 @@ def audit(
 def _threshold(since: str) -> str:
     """``--since`` as a time in the trail's own form (UTC, ``...Z``), which
     its times compare with as strings."""
-    ago = _AGO.fullmatch(since)
-    if ago is not None:
-        moment = datetime.now(UTC) - timedelta(seconds=float(ago[1]) * _UNITS[ago[2]])
-    else:
-        try:
-            moment = datetime.fromisoformat(since.strip())
-        except ValueError:
-            die(
-                f"zot: --since '{printable(since)}': give a time, like 2026-12-02T14:00 (local "
-                "time, or ending in Z or +01:00), or how long ago, like 30s, 10m, 2h or 1d",
-                code=2,
-            )
-    return trail.timestamp(moment.timestamp())
+    try:
+        moment = parse_since(since, time.time())
+    except ValueError:
+        die(
+            f"zot: --since '{printable(since)}': give a time, like 2026-12-02T14:00 (local "
+            "time, or ending in Z or +01:00), or how long ago, like 30s, 10m, 2h or 1d",
+            code=2,
+        )
+    return trail.timestamp(moment)
 
 
 class _Reader:
