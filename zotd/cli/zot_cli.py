@@ -53,6 +53,11 @@ app.command(hook_cli.app)
 app.command("zotd.cli.skills_cli:skills", name="skills", help="List the extensions' skills.")
 app.command("zotd.cli.audit_cli:audit", name="audit", help="Read the intercept audit trail.")
 app.command("zotd.cli.top_cli:top", name="top", help="A live view of every extension.")
+app.command(
+    "zotd.cli.integrate_cli:integrate",
+    name="integrate",
+    help="Wire zot's hooks and zot mcp into Claude Code, Codex CLI or Gemini CLI.",
+)
 app.register_install_completion_command(
     help="Install shell completion for zot (bash, zsh or fish; --shell to choose)."
 )
