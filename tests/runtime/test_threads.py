@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -46,3 +48,10 @@ async def test_errors_come_back() -> None:
     with pytest.raises(OSError, match="disk on fire"):
         await threads.run_sync(fail)
     assert await threads.run_sync(slow, 0) != threading.current_thread().name
+
+
+def test_the_daemon_does_not_import_pytest() -> None:
+    # trio.testing imports pytest: a tenth of a second of every daemon start.
+    probe = "import sys, zotd.runtime.daemon; print(sorted({'pytest', 'trio.testing'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
