@@ -17,7 +17,18 @@ from ..protocol import agent as ap
 
 
 class BadPayload(Exception):
-    """The bytes are not a payload this adapter reads; the message says why."""
+    """The bytes are not a payload this adapter reads; the message says why.
+
+    ``hook`` is what the adapter could make out of them all the same (the
+    event, with a placeholder :class:`Guard` if it is one that guards a
+    call), so that the CLI can answer as that event answers when it cannot
+    ask zotd (``--fail-closed`` denies); ``None`` when not even the event
+    is known.
+    """
+
+    def __init__(self, message: str, hook: Hook | None = None) -> None:
+        super().__init__(message)
+        self.hook = hook
 
 
 class Guard(msgspec.Struct, kw_only=True, frozen=True):
@@ -50,6 +61,16 @@ class Hook(msgspec.Struct, kw_only=True, frozen=True):
     guard: Guard | None = None
     #: Emitted to the workspace's observers, in order, after the guards.
     observe: tuple[Observe, ...] = ()
+    #: When the guards block ``guard``, also emit what zot emits for a call
+    #: its guards refused (:func:`blocked_events`), after ``observe``: the
+    #: agent runs no tool, so no later hook of it reports the call.
+    report_block: bool = False
+    #: Ask the guards of ``before_agent_start`` (with ``system_prompt: ""``)
+    #: what the workspace's extensions add to a system prompt, and pass
+    #: their reply to :meth:`Adapter.answer` as ``verdict`` (only when
+    #: ``guard`` is None): an agent whose hook can add context to a session
+    #: gets it from there.
+    context: bool = False
 
 
 class Answer(msgspec.Struct, kw_only=True, frozen=True):
@@ -82,7 +103,8 @@ class Adapter(Protocol):
 
     def answer(self, hook: Hook, verdict: ap.InterceptData | None, *, approve: bool) -> Answer:
         """The answer once zotd was asked: ``verdict`` is the guards' (None
-        when ``hook.guard`` is None); ``approve`` asks for an explicit allow
+        when ``hook.guard`` is None; with ``hook.context``, the reply to
+        ``before_agent_start``); ``approve`` asks for an explicit allow
         where no guard objects."""
         ...
 
@@ -91,3 +113,31 @@ class Adapter(Protocol):
         guarded call is denied with ``fail_closed``, else left to the agent
         (never allowed); an observed event is only noted."""
         ...
+
+
+def blocked_events(hook: Hook, verdict: ap.InterceptData) -> tuple[Observe, ...]:
+    """What zot emits for a tool call its guards refused: ``permission_decision``
+    (``denied`` by ``policy`` before execution, with the guard's reason) and
+    the call's terminal ``tool_result`` (``blocked``, not executed, the
+    reason as its error text). Nothing unless ``verdict`` blocks
+    ``hook.guard``."""
+    guard = hook.guard
+    if guard is None or not verdict.block:
+        return ()
+    call = {"tool_id": guard.tool_id, "tool_name": guard.tool_name, "session_id": hook.session_id}
+    decision = call | {
+        "decision": "denied",
+        "source": "policy",
+        "stage": "pre_execution",
+        "reason": verdict.reason,
+    }
+    result = call | {
+        "tool_args": guard.tool_args,
+        "status": "blocked",
+        "executed": False,
+        "result": {"content": [{"type": "text", "text": verdict.reason}], "is_error": True},
+    }
+    return (
+        Observe(event="permission_decision", fields=decision),
+        Observe(event="tool_result", fields=result),
+    )
