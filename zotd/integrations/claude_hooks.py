@@ -1,91 +1,48 @@
 """Claude Code's hooks in zot's terms: payloads in, zot events out, answers back.
 
-Sans-IO: plain functions over bytes and Structs. ``zot hook`` (the CLI) reads
-stdin, talks to zotd and prints; this module says what a payload means and
-what to answer.
+Sans-IO: plain functions over bytes and Structs. ``zot hook --agent claude``
+(the CLI) reads stdin, talks to zotd and prints; :data:`ADAPTER` says what a
+payload means (:mod:`.claude_events`) and what to answer.
 
 Claude Code runs a command at points of its agent loop with a JSON payload
 on stdin (``session_id``, ``cwd``, ``hook_event_name`` and the event's own
-fields), and reads its answer from the exit code and stdout. Its ``Bash`` is
-zot's ``bash`` (same argument, ``command``); other tools keep their names.
+fields), and reads its answer from the exit code and stdout: on exit 0, a
+JSON object (``hookSpecificOutput`` with the event's decision fields, and
+the common ``systemMessage``, ``continue``...); exit 2 is a blocking error
+(stderr is the reason); any other a non-blocking one (stderr is shown, the
+agent goes on). Its ``Bash`` is zot's ``bash`` (same argument,
+``command``); other tools keep their names.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
-import msgspec
+from typing import Any
 
 from ..protocol import agent as ap
+from .claude_events import (
+    EVENTS,
+    TOOL_NAMES,
+    P,
+    Payload,
+    SessionStart,
+    ToolUse,
+    parse,
+    read,
+    zot_tool_name,
+)
+from .hook_model import Answer, BadPayload, Hook
 
-#: Claude Code's tools that are zot's built-in ones under another name, with
-#: the same arguments. Other tools are passed on under their own names.
-TOOL_NAMES = {"Bash": "bash"}
-
-
-def zot_tool_name(name: str) -> str:
-    """The name a zot guard sees for the agent's tool ``name``."""
-    return TOOL_NAMES.get(name, name)
-
-
-class Payload(msgspec.Struct, kw_only=True):
-    """The fields every hook payload has (others are ignored)."""
-
-    hook_event_name: str
-    cwd: str = ""
-    session_id: str = ""
-
-
-class SessionStart(Payload, kw_only=True):
-    """A SessionStart payload."""
-
-    source: str = ""
-
-
-class ToolUse(Payload, kw_only=True):
-    """A PreToolUse, PostToolUse or PostToolUseFailure payload."""
-
-    tool_name: str
-    tool_input: dict[str, Any]
-    tool_use_id: str = ""
-
-
-P = TypeVar("P", bound=Payload)
-
-
-class BadPayload(Exception):
-    """The bytes are not a payload of the expected event; the message says why."""
-
-
-def parse(data: bytes, kind: type[P], events: tuple[str, ...]) -> P:
-    """The payload in ``data``, of one of ``events``.
-
-    Raises:
-        BadPayload: empty, not JSON, not an object, another event, or fields that do not fit.
-    """
-    if not data.strip():
-        raise BadPayload("stdin is empty: expected the hook's JSON payload")
-    try:
-        fields = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise BadPayload(f"the payload on stdin is not JSON: {exc}") from None
-    if not isinstance(fields, dict):
-        raise BadPayload("the payload on stdin is not a JSON object")
-    # The event first: a payload of another event is a hook registered
-    # under the wrong one, whatever fields it lacks.
-    event = fields.get("hook_event_name")
-    expected = " or ".join(repr(e) for e in events)
-    if event is None:
-        raise BadPayload(f"the payload has no hook_event_name (expected {expected})")
-    if event not in events:
-        raise BadPayload(
-            f"the payload is for hook_event_name {event!r}, not {expected} "
-            "(is the hook registered under the right event?)"
-        )
-    try:
-        return msgspec.convert(fields, kind)
-    except msgspec.ValidationError as exc:
-        raise BadPayload(f"the payload on stdin does not fit: {exc}") from None
+__all__ = [
+    "ADAPTER",
+    "TOOL_NAMES",
+    "BadPayload",
+    "P",
+    "Payload",
+    "SessionStart",
+    "ToolUse",
+    "parse",
+    "zot_tool_name",
+]
 
 
 def decision(decision: str, reason: str) -> dict[str, Any]:
@@ -149,3 +106,106 @@ def tool_call_event(p: ToolUse) -> dict[str, Any]:
 def turn_end_event(p: Payload) -> dict[str, Any]:
     """The fields of zot's ``turn_end`` event for a Stop payload (the agent has answered)."""
     return {"stop": "end_turn", "session_id": p.session_id}
+
+
+# --- the adapter ------------------------------------------------------------------------
+
+
+def permission_answer(behavior: str, **decision: Any) -> dict[str, Any]:
+    """A PermissionRequest answer: ``behavior`` allow (with ``updatedInput``)
+    or deny (with ``message``), on the user's behalf."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": behavior, **decision},
+        }
+    }
+
+
+def permission_request_answer(
+    verdict: ap.InterceptData, tool_input: dict[str, Any], *, approve: bool
+) -> dict[str, Any]:
+    """What PermissionRequest answers for the guards' verdict.
+
+    A block is ``deny`` with the guard's reason as ``message``. A rewrite
+    cannot be shown in the dialog Claude Code is about to open, so it is
+    ``allow`` with ``updatedInput`` only with ``approve``, and otherwise a
+    ``deny`` that says why (the PreToolUse hook asks the user about the
+    rewritten call: register both). Input the guards left as it was is no
+    rewrite. Otherwise no decision (``{}``: the dialog is shown), or
+    ``allow`` with ``approve``.
+    """
+    if verdict.block:
+        return permission_answer("deny", message=verdict.reason)
+    rewritten = verdict.args is not None and verdict.args != tool_input
+    if rewritten and approve:
+        return permission_answer("allow", updatedInput=verdict.args)
+    if rewritten:
+        names = ", ".join(verdict.rewritten_by)
+        return permission_answer(
+            "deny",
+            message=f"zot's guards rewrote this call ({names}), and the permission dialog "
+            "cannot show the rewrite; run zot hook on PreToolUse to be asked about it",
+        )
+    if approve:
+        return permission_answer("allow")
+    return {}
+
+
+def session_context(verdict: ap.InterceptData | None) -> dict[str, Any] | None:
+    """A SessionStart answer adding what the workspace's extensions add to a
+    system prompt (their ``before_agent_start`` reply to an empty one) to
+    Claude Code's context; None when they add nothing."""
+    added = verdict.system_prompt if verdict is not None else ""
+    if not isinstance(added, str) or not added.strip():
+        return None
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": added.strip(),
+        }
+    }
+
+
+class ClaudeAdapter:
+    """Claude Code's hooks (``zot hook --agent claude``)."""
+
+    name = "claude"
+    events = EVENTS
+
+    def read(self, data: bytes) -> Hook:
+        return read(data)
+
+    def answer(self, hook: Hook, verdict: ap.InterceptData | None, *, approve: bool) -> Answer:
+        guard = hook.guard
+        if hook.event == "PreToolUse" and verdict is not None:
+            return Answer(stdout=pre_tool_use_answer(verdict, approve=approve))
+        if hook.event == "PermissionRequest" and verdict is not None and guard is not None:
+            return Answer(
+                stdout=permission_request_answer(verdict, guard.tool_args, approve=approve)
+            )
+        if hook.event == "SessionStart":
+            return Answer(stdout=session_context(verdict))
+        # Nothing is the right answer to the rest: no context added, no
+        # block of a prompt, a stop or a compaction.
+        return Answer()
+
+    def unguarded(self, hook: Hook, why: str, *, fail_closed: bool) -> Answer:
+        if hook.guard is not None:
+            if not fail_closed:
+                # A non-blocking error: the call is left to Claude Code's own
+                # permission rules, never allowed.
+                return Answer(exit_code=1, stderr=f"{why}; the call is not guarded")
+            reason = f"{why}; denied (--fail-closed)"
+            if hook.event == "PermissionRequest":
+                return Answer(stdout=permission_answer("deny", message=reason), stderr=why)
+            return Answer(stdout=decision("deny", reason), stderr=why)
+        lost = ", ".join(o.event for o in hook.observe) or "nothing"
+        note = f"{why}; {lost} not sent"
+        if hook.event == "SessionStart":
+            # Shown to the user once a session: zot is not in it.
+            return Answer(stdout={"systemMessage": note}, stderr=note)
+        return Answer(stderr=note)
+
+
+ADAPTER = ClaudeAdapter()
