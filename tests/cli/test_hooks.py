@@ -410,3 +410,297 @@ async def test_a_hook_starts_the_daemon_that_guards_the_call(agent: Agent) -> No
     log = agent.paths.daemon_log
     note = f"zot: started zotd, pid {started[0]} (its log: {log})\n"
     assert (ran.code, answer(ran), ran.err) == (0, deny(DANGEROUS_REASON), note), ran
+
+
+# --- zot hook --agent claude: every event -----------------------------------------------
+
+CLAUDE = HOOKS / "claude"
+PROMPT_GUARD = Path(__file__).parents[1] / "extensions" / "prompt_guard.py"
+#: Current zot's lifecycle events (what an observer can subscribe to).
+ZOT_EVENTS = (
+    "session_start,session_end,user_prompt_submit,turn_start,turn_end,tool_call,tool_result,"
+    "tool_confirmation_requested,permission_decision,assistant_message,pre_compact,"
+    "post_compact,subagent_start,subagent_stop"
+)
+
+
+async def claude(agent: Agent, name: str, *args: str, **changes: Any) -> Ran:
+    """``zot hook --agent claude ARGS`` with the recorded payload ``name`` of
+    tests/hooks/claude/, in the agent's project."""
+    payload = json.loads((CLAUDE / f"{name}.json").read_text())
+    stdin = json.dumps(payload | {"cwd": str(agent.project)} | changes).encode()
+    return await run_zot(
+        ["hook", "--agent", "claude", *args], cwd=agent.project, env=agent.env, stdin=stdin
+    )
+
+
+def permission_deny(message: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": message},
+        }
+    }
+
+
+async def test_the_guard_denies_a_dangerous_call_before_it_runs_and_at_the_dialog(
+    guarded: Agent,
+) -> None:
+    pre = await claude(guarded, "PreToolUse-dangerous")
+    asked = await claude(guarded, "PermissionRequest")
+    harmless = await claude(guarded, "PreToolUse")
+    assert (pre.code, pre.err, answer(pre)) == (0, "", deny(DANGEROUS_REASON)), pre
+    assert (asked.code, asked.err, answer(asked)) == (0, "", permission_deny(DANGEROUS_REASON))
+    assert (harmless.code, harmless.err, answer(harmless)) == (0, "", {}), harmless
+    # The guard saw both dangerous calls as bash, and the proposals as tool_call events.
+    entries = await guarded.audited(5)
+    verdicts = [e for e in entries if e["event"] == "verdict"]
+    assert [v["blocked"] for v in verdicts] == [True, True, False]
+    assert {v["command"] for v in verdicts[:2]} == {"cd / && rm -rf / --no-preserve-root"}
+    proposals = [e for e in entries if e["event"] == "tool_call"]
+    assert [p["tool_id"] for p in proposals] == [
+        "toolu_01HZX8Q6V2KJ3N4R5T7W9YB2CD",
+        "toolu_01JA2B3C4D5E6F7G8H9J0K1L2M",
+    ]
+
+
+async def test_a_rewrite_is_claude_codes_updated_input(
+    agent: Agent, start_daemon: StartDaemon
+) -> None:
+    frames = agent.paths.home / "capper.frames"
+    add_newer_zot(
+        agent.paths.extensions_dir,
+        "capper",
+        frames,
+        "--intercept",
+        "tool_call",
+        "--set",
+        "timeout=60000",
+    )
+    await start_daemon(env=agent.env)
+    asked = await claude(agent, "PreToolUse")
+    approved = await claude(agent, "PreToolUse", "--approve")
+    dialog = await claude(agent, "PermissionRequest", "--approve")
+    rewritten = json.loads((CLAUDE / "PreToolUse.json").read_text())["tool_input"] | {
+        "timeout": 60000
+    }
+    for ran, decision in [(asked, "ask"), (approved, "allow")]:
+        assert (ran.code, ran.err) == (0, ""), ran
+        assert answer(ran) == {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": decision,
+                "permissionDecisionReason": "input rewritten by zot's guards: capper",
+                "updatedInput": rewritten,
+            }
+        }
+    danger = json.loads((CLAUDE / "PermissionRequest.json").read_text())["tool_input"]
+    assert (dialog.code, dialog.err) == (0, ""), dialog
+    assert answer(dialog) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow", "updatedInput": danger | {"timeout": 60000}},
+        }
+    }
+
+
+async def observed(log: Path, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` events the recorder got, without what zotd adds."""
+    with trio.fail_after(TIMEOUT):
+        while True:
+            lines = log.read_text().splitlines() if log.exists() else []
+            events = [json.loads(line) for line in lines]
+            events = [e for e in events if e.get("type") == "event"]
+            if len(events) >= count:
+                break
+            await trio.sleep(0.02)
+    for e in events:
+        del e["type"], e["sequence"]
+    return events
+
+
+async def test_every_event_reaches_an_observer_with_zots_fields(
+    agent: Agent, start_daemon: StartDaemon
+) -> None:
+    log = agent.paths.home / "recorder.jsonl"
+    add_extension(
+        agent.paths.extensions_dir,
+        "recorder",
+        "--log",
+        str(log),
+        "--events",
+        ZOT_EVENTS,
+        "--append",
+        "\n\nAnswer in British English.",
+        script=PROMPT_GUARD,
+    )
+    await start_daemon(env=agent.env)
+    names = [
+        "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "PostToolUse",
+        "PostToolUseFailure", "PreCompact", "PostCompact", "SubagentStart", "SubagentStop",
+        "Stop", "SessionEnd",
+    ]  # fmt: skip
+    ran = {name: await claude(agent, name) for name in names}
+    # The recorder adds to the system prompt: Claude Code gets it as context.
+    assert (ran["SessionStart"].code, ran["SessionStart"].err) == (0, "")
+    assert answer(ran["SessionStart"]) == {
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": "Answer in British English.",
+        }
+    }
+    assert answer(ran["PreToolUse"]) == {} and answer(ran["PermissionRequest"]) == {}
+    for name in names[4:]:
+        assert ran[name] == Ran(0, "", ""), (name, ran[name])
+
+    def payload(name: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads((CLAUDE / f"{name}.json").read_text())
+        return found
+
+    common = {"session_id": SESSION, "cwd": str(agent.project)}
+    bash = payload("PreToolUse")["tool_input"]
+    write = payload("PostToolUseFailure")["tool_input"]
+    run_id = "toolu_01JA2B3C4D5E6F7G8H9J0K1L2M"
+    explore = {"agent_id": "a3f9c2e1b7d4", "agent_run_id": "a3f9c2e1b7d4", "name": "Explore"}
+    expected = [
+        {"event": "session_start", "source": "startup"},
+        {"event": "user_prompt_submit", "text": "Run the tests and fix what fails"},
+        {"event": "tool_call", "tool_id": run_id, "tool_name": "bash", "tool_args": bash},
+        {
+            "event": "tool_confirmation_requested",
+            "tool_id": "",
+            "tool_name": "bash",
+            "tool_preview": "cd / && rm -rf / --no-preserve-root",
+        },
+        {
+            "event": "tool_result",
+            "tool_id": run_id,
+            "tool_name": "bash",
+            "tool_args": bash,
+            "status": "completed",
+            "executed": True,
+            "result": {
+                "content": [
+                    {"type": "text", "text": payload("PostToolUse")["tool_response"]["stdout"]}
+                ],
+                "is_error": False,
+            },
+        },
+        {
+            "event": "tool_result",
+            "tool_id": "toolu_01NP3Q4R5S6T7U8V9W0X1Y2Z3A",
+            "tool_name": "Write",
+            "tool_args": write,
+            "status": "failed",
+            "executed": True,
+            "result": {
+                "content": [{"type": "text", "text": payload("PostToolUseFailure")["error"]}],
+                "is_error": True,
+            },
+        },
+        {
+            "event": "pre_compact",
+            "trigger": "manual",
+            "custom_instructions": "Keep the failing test names",
+        },
+        {
+            "event": "post_compact",
+            "status": "completed",
+            "trigger": "manual",
+            "summary": "The user asked to run the tests; 20 pass.",
+        },
+        {"event": "subagent_start", **explore},
+        {"event": "subagent_stop", **explore, "status": "completed"},
+        {"event": "assistant_message", "text": "All 20 tests pass."},
+        {"event": "turn_end", "stop": "end_turn"},
+        {"event": "session_end", "reason": "shutdown", "claude_reason": "prompt_input_exit"},
+    ]
+    assert await observed(log, len(expected)) == [e | common for e in expected]
+
+
+async def test_a_blocked_call_is_reported_as_zot_reports_one(guarded: Agent) -> None:
+    log = guarded.paths.home / "recorder.jsonl"
+    add_extension(
+        guarded.paths.extensions_dir,
+        "recorder",
+        "--log",
+        str(log),
+        "--events",
+        "tool_call,permission_decision,tool_result",
+        script=PROMPT_GUARD,
+    )
+    async with connect(guarded.paths.socket, cwd=guarded.project) as zot:
+        await zot.ext_reload()
+    ran = await claude(guarded, "PreToolUse-dangerous")
+    assert answer(ran) == deny(DANGEROUS_REASON)
+    call = {
+        "tool_id": "toolu_01HZX8Q6V2KJ3N4R5T7W9YB2CD",
+        "tool_name": "bash",
+        "session_id": SESSION,
+        "cwd": str(guarded.project),
+    }
+    args = recorded("pre-tool-use-dangerous")["tool_input"]
+    assert await observed(log, 3) == [
+        {"event": "tool_call", **call, "tool_args": args},
+        {
+            "event": "permission_decision",
+            **call,
+            "decision": "denied",
+            "source": "policy",
+            "stage": "pre_execution",
+            "reason": DANGEROUS_REASON,
+        },
+        {
+            "event": "tool_result",
+            **call,
+            "tool_args": args,
+            "status": "blocked",
+            "executed": False,
+            "result": {"content": [{"type": "text", "text": DANGEROUS_REASON}], "is_error": True},
+        },
+    ]
+
+
+async def test_without_a_daemon_zot_hook_answers_each_event_as_it_may(agent: Agent) -> None:
+    pre = await claude(agent, "PreToolUse")
+    closed = await claude(agent, "PermissionRequest", "--fail-closed")
+    start = await claude(agent, "SessionStart")
+    stop = await claude(agent, "Stop", "--fail-closed")
+    prefix = "zot hook: zotd is not running"
+    assert (pre.code, pre.out) == (1, "") and pre.err.startswith(prefix), pre
+    assert pre.err.endswith("; the call is not guarded\n")
+    note = closed.err.rstrip("\n")
+    assert closed.code == 0 and note.startswith(prefix), closed
+    assert answer(closed) == permission_deny(f"{note}; denied (--fail-closed)")
+    # The user is told once, at the session's start; nothing holds the agent up.
+    assert start.code == 0 and start.err.endswith("; session_start not sent\n"), start
+    assert answer(start) == {"systemMessage": start.err.rstrip("\n")}
+    assert (stop.code, stop.out) == (0, ""), stop
+    assert stop.err.endswith("; assistant_message, turn_end not sent\n")
+
+
+async def test_zot_hook_refuses_what_it_cannot_answer(agent: Agent) -> None:
+    unknown = await run_zot(
+        ["hook", "--agent", "cursor"], cwd=agent.project, env=agent.env, stdin=b"{}"
+    )
+    assert unknown == Ran(
+        2, "", "zot hook: unknown agent 'cursor': expected one of claude, codex, gemini\n"
+    )
+    other = await claude(agent, "Stop", hook_event_name="Notification")
+    assert (other.code, other.out) == (1, ""), other
+    assert other.err.startswith("zot hook: zot does not answer Claude Code's 'Notification' hooks")
+    broken = await run_zot(
+        ["hook", "--agent", "claude", "--fail-closed"],
+        cwd=agent.project,
+        env=agent.env,
+        stdin=(HOOKS / "malformed.json").read_bytes(),
+    )
+    # Not even the event is known: a blocking error is the one safe answer.
+    assert (broken.code, broken.out) == (2, ""), broken
+    assert broken.err.startswith("zot hook: the payload on stdin is not JSON: ")
+    assert broken.err.endswith("; blocked (--fail-closed)\n")
+    lacking = await claude(agent, "PermissionRequest", "--fail-closed", tool_input="ls")
+    assert lacking.code == 0 and lacking.err.startswith(
+        "zot hook: the payload on stdin does not fit"
+    )
+    assert answer(lacking)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
