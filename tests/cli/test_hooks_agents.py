@@ -26,6 +26,7 @@ from tests.cli.test_hooks import (
 )
 from tests.conftest import StartDaemon, add_extension, add_newer_zot
 from tests.e2e.test_examples import Ran, run_zot
+from zotd.integrations.hook_agents import adapter
 
 __all__ = ["agent", "guarded"]  # the fixtures, shared with test_hooks.py
 
@@ -311,6 +312,39 @@ async def test_gemini_bad_payloads(agent: Agent, fail_closed: bool) -> None:
         assert (lacking.code, lacking.out) == (1, "")
 
 
+DOCS = Path(__file__).parents[2] / "docs" / "integrations.md"
+
+
+def doc_examples(section: str) -> list[tuple[str, str, str]]:
+    """The ``$ zot hook --agent A --cwd . < FILE`` lines of a section of
+    docs/integrations.md, each with the line it shows printed."""
+    text = DOCS.read_text().split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines = text.splitlines()
+    found = []
+    for n, line in enumerate(lines):
+        if line.startswith("$ zot hook --agent "):
+            command, file = line[2:].split(" < ")
+            found.append((command, file, lines[n + 1]))
+    return found
+
+
+@pytest.mark.parametrize("section", ["Codex CLI", "Gemini CLI"])
+async def test_the_docs_examples_print_what_they_show(guarded: Agent, section: str) -> None:
+    examples = doc_examples(section)
+    assert len(examples) == 2
+    root = DOCS.parents[1]
+    for command, file, shown in examples:
+        args = command.split()[1:]
+        assert args[-2:] == ["--cwd", "."]
+        ran = await run_zot(
+            [*args[:-1], str(guarded.project)],
+            cwd=guarded.project,
+            env=guarded.env,
+            stdin=(root / file).read_bytes(),
+        )
+        assert (ran.code, ran.err, ran.out) == (0, "", shown + "\n"), (command, file, ran)
+
+
 async def test_the_workspace_can_be_given_with_cwd(guarded: Agent) -> None:
     # As recorded, cwd is /home/pat/project, which does not exist here.
     stdin = json.dumps(recorded("gemini/BeforeTool-dangerous")).encode()
@@ -326,3 +360,13 @@ async def test_the_workspace_can_be_given_with_cwd(guarded: Agent) -> None:
     )
     assert (lost.code, lost.out) == (1, ""), lost
     assert "/home/pat/project" in lost.err and lost.err.endswith("; the call is not guarded\n")
+
+
+@pytest.mark.parametrize(("section", "name"), [("Codex CLI", "codex"), ("Gemini CLI", "gemini")])
+def test_the_docs_settings_register_every_event_the_adapter_reads(section: str, name: str) -> None:
+    text = DOCS.read_text().split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    settings = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    hooks = settings["hooks"]
+    assert tuple(hooks) == adapter(name).events
+    commands = {h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]}
+    assert commands == {f"zot hook --agent {name}"}
