@@ -129,15 +129,18 @@ def _zot_hooks(event: sj.Node) -> list[tuple[int, int, str]]:
     return found
 
 
-def _drop_one(text: str, comments: bool, event: str) -> tuple[str, str] | None:
-    """``text`` without the first of zot's hooks under ``event`` (and the group it
-    leaves empty, and the event's list, and ``hooks``), with its command; None if none."""
+def _drop_one(
+    text: str, comments: bool, event: str, keep: tuple[int, int] | None = None
+) -> tuple[str, str] | None:
+    """``text`` without the first of zot's hooks under ``event`` but ``keep``
+    (group, hook), and the group it leaves empty, and the event's list, and
+    ``hooks``; with its command. None if there is none."""
     root = _root(text, comments)
     hooks = _object(root, "hooks", "hooks")
     node = hooks.get(event) if hooks is not None else None
     if hooks is None or node is None or not isinstance(node.value, list):
         return None
-    found = _zot_hooks(node)
+    found = [f for f in _zot_hooks(node) if f[:2] != keep]
     if not found:
         return None
     g, h, command = found[0]
@@ -185,22 +188,30 @@ def add_hooks(
         if len(found) == 1 and _ours(found[0][2], command):
             changes.append(Change("kept", "hook", event, found[0][2]))
             continue
-        was = []
-        while (dropped := _drop_one(text, comments, event)) is not None:
-            text, old = dropped
-            was.append(old)
+        if node is not None and hooks is not None and found:
+            # zot's first hook there becomes this one, where it is (its group's
+            # matcher and its own options kept); zot's others go.
+            g, h, first = found[0]
+            was = [] if _ours(first, command) else [first]
+            inner = node.items[g].get("hooks")
+            assert inner is not None
+            if not _ours(first, command):
+                at = inner.items[h].get("command")
+                assert at is not None
+                text = sj.replace_value(text, at, command)
+            while (dropped := _drop_one(text, comments, event, keep=(g, h))) is not None:
+                text, old = dropped
+                was.append(old)
+            changes.append(Change("replaced", "hook", event, command, "; ".join(was)))
+            continue
         group = _group(event, command, tool_events)
-        root = _root(text, comments)
-        hooks = root.get("hooks")
-        node = hooks.get(event) if hooks is not None else None
         if hooks is None:
             text = sj.add_member(text, root, "hooks", {event: [group]})
         elif node is None:
             text = sj.add_member(text, hooks, event, [group])
         else:
             text = sj.append_item(text, node, group)
-        action = "replaced" if was else "added"
-        changes.append(Change(action, "hook", event, command, "; ".join(was)))
+        changes.append(Change("added", "hook", event, command))
     return Edit(text, changes)
 
 

@@ -40,24 +40,34 @@ def _bare(key: str) -> str:
     return key[1:-1] if key[:1] in "\"'" else key
 
 
-def _block(text: str, name: str) -> tuple[int, int] | None:
-    """The span of table ``[mcp_servers.NAME]``: its header line to its last
-    line that is not blank or a comment (its newline included); None if the
-    table has no header of its own."""
+def _block(text: str, name: str) -> tuple[int, int, int] | None:
+    """Where table ``[mcp_servers.NAME]`` is: the start of its header line, the
+    end of its own last key line, and the end of its last sub-table's
+    (``[mcp_servers.NAME.env]``); blank and comment lines at its end are not
+    its. None if the table has no header of its own."""
     lines = text.splitlines(keepends=True)
-    header = re.compile(rf"^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*({_KEY})[ \t]*\][ \t]*(#.*)?$")
-    offset, start, end = 0, -1, -1
+    head = r"^[ \t]*\[[ \t]*mcp_servers[ \t]*\.[ \t]*(" + _KEY + r")[ \t]*"
+    header = re.compile(head + r"\][ \t]*(#.*)?$")
+    sub = re.compile(head + r"\.")
+    offset, start, own, end = 0, -1, -1, -1
     for line in lines:
+        row = line.rstrip("\r\n")
         if start < 0:
-            match = header.match(line.rstrip("\r\n"))
+            match = header.match(row)
             if match and _bare(match.group(1)) == name:
                 start, end = offset, offset + len(line)
         elif _HEADER.match(line):
-            break
+            match = sub.match(row)
+            if match is None or _bare(match.group(1)) != name:
+                break
+            own = end if own < 0 else own
+            end = offset + len(line)
         elif line.strip() and not line.lstrip().startswith("#"):
             end = offset + len(line)
         offset += len(line)
-    return (start, end) if start >= 0 else None
+    if start < 0:
+        return None
+    return start, end if own < 0 else own, end
 
 
 def _table(name: str, command: str, args: list[str]) -> str:
@@ -69,8 +79,8 @@ def _table(name: str, command: str, args: list[str]) -> str:
     )
 
 
-def _cut(text: str, span: tuple[int, int]) -> str:
-    start, end = span
+def _cut(text: str, span: tuple[int, int, int]) -> str:
+    start, _, end = span
     if text[:start].endswith("\n\n"):
         start -= 1
     return text[:start] + text[end:]
@@ -120,7 +130,7 @@ def add_server(text: str, command: str, args: list[str]) -> Edit:
     span = _block(text, name)
     if span is None:
         raise _unheaded(name)
-    start, end = span
+    start, end, _ = span
     body = text[start:end].splitlines(keepends=True)
     ours = re.compile(r"^[ \t]*(command|args)[ \t]*=(.*)$")
     kept = []
