@@ -20,7 +20,10 @@ The Model Context Protocol server (the official ``mcp`` package's low-level
   optional argument, ``args``, the text after ``/NAME``;
 - an ``extension_state`` push that changes the tools (or the commands) is
   announced with ``notifications/tools/list_changed``
-  (``notifications/prompts/list_changed``).
+  (``notifications/prompts/list_changed``): to a host of a handshake revision
+  (``initialize``, up to 2025-11-25) on the session, to one of the
+  per-request revision (``server/discover``, 2026-07-28) on each of its
+  ``subscriptions/listen`` streams.
 
 stdout is the MCP stream: nothing else is written to it. At the end of stdin,
 every request already read is answered before ``zot mcp`` exits (a host may
@@ -35,7 +38,7 @@ import contextlib
 import os
 import sys
 from collections import Counter
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -45,12 +48,14 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, PromptsListChanged, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from .. import __version__
 from ..client import Client, ZotdError, connect
 from ..protocol import agent as ap
+from .mcp_listen import EndingListen
 from .mcp_mapping import (
     command_text,
     content_of,
@@ -82,6 +87,9 @@ class Bridge:
         self.session: ServerSession | None = None
         self._tools: list[mt.Tool] | None = None
         self._prompts: list[mt.Prompt] | None = None
+        #: The changes, for the ``subscriptions/listen`` streams of 2026-07-28 hosts.
+        self.bus = InMemorySubscriptionBus()
+        self.listen = EndingListen(self.bus)
 
     def server(self) -> Server[Any]:
         server: Server[Any] = Server(
@@ -92,6 +100,7 @@ class Bridge:
             on_call_tool=self.call_tool,
             on_list_prompts=self.list_prompts,
             on_get_prompt=self.get_prompt,
+            on_subscriptions_listen=self.listen,
         )
         server.middleware.append(self._capture)
         return server
@@ -218,6 +227,10 @@ class Bridge:
                 continue
             tools_changed, self._tools = tools != self._tools, tools
             prompts_changed, self._prompts = prompts != self._prompts, prompts
+            if tools_changed:
+                await self.bus.publish(ToolsListChanged())
+            if prompts_changed:
+                await self.bus.publish(PromptsListChanged())
             if self.session is None:
                 continue  # the host lists them after its handshake anyway
             if tools_changed:
@@ -247,7 +260,9 @@ class Drain:
 
     The ``mcp`` package's server cancels the requests in flight when its input
     ends (they get a "Connection closed" error), so a host that writes its
-    requests and closes stdin at once would lose them.
+    requests and closes stdin at once would lose them. ``at_end`` runs when
+    stdin ends, before the wait: it ends the requests that would be answered
+    only then (``subscriptions/listen`` streams).
     """
 
     def __init__(
@@ -255,10 +270,12 @@ class Drain:
         read: AsyncIterable[SessionMessage | Exception],
         write: Sink,
         bound: float = DRAIN_TIMEOUT,
+        at_end: Callable[[], None] | None = None,
     ) -> None:
         self._read = read
         self._write = write
         self.bound = bound
+        self._at_end = at_end
         #: Ids of the requests read and not answered yet (with their count: a
         #: reused id is answered once per request).
         self.pending: Counter[object] = Counter()
@@ -283,6 +300,8 @@ class Drain:
                         # A cancelled request is never answered.
                         self._settle((message.params or {}).get("requestId"))
                 await self._to_server.send(item)
+            if self._at_end is not None:
+                self._at_end()
             with anyio.move_on_after(self.bound):
                 while self.pending.total() > 0:
                     await self._answered.wait()
@@ -354,7 +373,7 @@ async def serve(
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                drain = Drain(read, write, drain_timeout)
+                drain = Drain(read, write, drain_timeout, at_end=bridge.listen.end)
                 async with anyio.create_task_group() as serving:
                     serving.start_soon(drain.pump_in)
                     serving.start_soon(drain.pump_out)
