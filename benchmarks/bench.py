@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every round's figures here")
     parser.add_argument(
         "--only",
-        choices=["calls", "intercept", "many", "sdk", "mcp"],
+        choices=["calls", "intercept", "many", "sdk", "mcp", "lazy"],
         help="run just one group of figures",
     )
     args = parser.parse_args(argv)
@@ -500,7 +500,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "sdk"):
         groups.append(round_sdk)
     if args.only in (None, "mcp"):
-        groups += [round_fleet, round_lazy]
+        groups.append(round_fleet)
+    if args.only in (None, "mcp", "lazy"):
+        groups.append(round_lazy)
     rounds: list[Figures] = []
     begin = time.perf_counter()
     for n in range(settings.rounds):

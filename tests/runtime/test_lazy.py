@@ -150,6 +150,32 @@ async def test_a_cached_lazy_extension_lists_its_tools_and_its_first_call_wakes_
         assert "woke for tool t" in log_of(paths, "lz")
 
 
+async def test_sleeping_and_disabled_extensions_cost_their_workspace_no_task(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    # A workspace opens with a listing, not a supervisor per extension: one
+    # asleep on its cache gets its task when first wanted, one that runs
+    # nothing never does.
+    names = [f"lz{i}" for i in range(3)]
+    for name in names:
+        lazy(paths, name)
+        await fill_cache(paths, project, name, [])
+    add_extension(paths.extensions_dir, "off", manifest={"enabled": False})
+    behaviours = {n: tool_server(n, []) for n in names}  # (each registers `t`: lz0 holds it)
+    async with workspace(paths, project, behaviours) as (ws, sp):
+        assert ws._nursery is not None
+        alone = {t.name for t in ws._nursery.child_tasks}
+        assert not any(name.startswith("extension ") for name in alone), alone
+        assert [ws.extensions[n].state for n in [*names, "off"]] == [
+            *["sleeping"] * 3,
+            "disabled",
+        ]
+        assert await ws.call_tool("t", Raw(b"{}"), None)
+        started = {t.name for t in ws._nursery.child_tasks} - alone
+        assert started == {"extension lz0"}
+        assert [n for n, _ in sp.spawns] == ["lz0"]
+
+
 async def test_a_held_call_past_its_deadline_times_out_and_is_never_sent(
     autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
 ) -> None:

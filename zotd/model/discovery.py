@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .manifest import Found, Scope
 from .mcp_servers import is_project_server, project_servers
-from .rereads import load_found
+from .rereads import load_found, load_scope
 from .stamps import Look
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,14 @@ class Aside:
 def _subdirs(root: Path) -> list[Path]:
     """The extension directories of a scope, by name: at most :data:`MAX_DIRS`
     (of the first :data:`MAX_LISTED` entries), with a warning if there are more."""
+    return _listing(root)[0]
+
+
+def _listing(root: Path) -> tuple[list[Path], list[str]]:
+    """:func:`_subdirs`, and the paths of the other entries looked at (a
+    link to a directory that is not there yet would be one once it is)."""
     dirs: list[Path] = []
+    others: list[str] = []
     listed = 0
     try:
         with os.scandir(root) as entries:
@@ -86,13 +93,15 @@ def _subdirs(root: Path) -> list[Path]:
                 try:
                     if entry.is_dir():  # a link to a directory counts; stat never blocks
                         dirs.append(Path(entry.path))
+                        continue
                 except OSError:
-                    continue
+                    pass
+                others.append(entry.path)
     except FileNotFoundError:
-        return []
+        return [], []
     except OSError as exc:
         log.warning("cannot list %s: %s", root, exc.strerror)
-        return []
+        return [], []
     dirs.sort()
     if len(dirs) > MAX_DIRS:
         log.warning(
@@ -101,8 +110,9 @@ def _subdirs(root: Path) -> list[Path]:
             len(dirs),
             MAX_DIRS,
         )
+        others.extend(str(d) for d in dirs[MAX_DIRS:])
         del dirs[MAX_DIRS:]
-    return dirs
+    return dirs, others
 
 
 def project_dir(workspace: Path) -> Path:
@@ -169,9 +179,9 @@ def discover(
         for problem in problems:
             log.warning("%s", problem)
         sources.append((Scope.PROJECT, servers))
-    sources.append((Scope.GLOBAL, _subdirs(global_dir)))
-    copies: dict[str, list[Found]] = {}
     look = look or Look()  # (the directories on PATH, stamped once for every manifest)
+    sources.append((Scope.GLOBAL, load_scope(global_dir, Scope.GLOBAL, _listing, path_env, look)))
+    copies: dict[str, list[Found]] = {}
     for scope, items in sources:
         for item in items:
             found = (

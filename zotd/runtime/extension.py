@@ -194,23 +194,9 @@ class Extension(Requestable, SleepCycle):
         it was stopping, else ``extension_failed``). A graceful stop is
         :meth:`stop`'s job.
         """
+        if self.run_inert():
+            return
         try:
-            if self._stopped_before_start():
-                return
-            if self.found.error or self.state == State.DISABLED:
-                if self.found.error:
-                    self.state = State.FAILED
-                    self.note(f"not started: {self.found.error}")
-                return
-            if self.found.untrusted:
-                self.state = State.UNTRUSTED
-                self.last_error = self.found.untrusted
-                self.note(f"not started: {self.found.untrusted}")
-                return
-            if runs_nothing(self.found):  # skills (or a theme) only: ready, never spawned
-                self.note("ready: no process to start (it ships skills or a theme only)")
-                self._mark_ready()
-                return
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._calls.held.expire)  # held requests' deadlines
                 await self._lifetime()
@@ -221,6 +207,39 @@ class Extension(Requestable, SleepCycle):
             self.state = State.FAILED
         finally:
             self._finish()
+
+    def run_inert(self) -> bool:
+        """What :meth:`run` does for one that runs nothing, done now (no task
+        needed): broken, disabled or untrusted, it is settled and finished
+        in its state; one that names no program (skills or a theme only) is
+        ready. Returns ``False``, and does nothing, if it has a process to run."""
+        found = self.found
+        stopped = self._outcome.stop_code is not None
+        disabled = self.state == State.DISABLED
+        if not (stopped or found.error or disabled or found.untrusted or runs_nothing(found)):
+            return False
+        try:
+            if self._stopped_before_start():
+                pass
+            elif found.error:
+                self.state = State.FAILED
+                self.note(f"not started: {found.error}")
+            elif disabled:
+                pass
+            elif found.untrusted:
+                self.state = State.UNTRUSTED
+                self.last_error = found.untrusted
+                self.note(f"not started: {found.untrusted}")
+            else:  # skills (or a theme) only: ready, never spawned
+                self.note("ready: no process to start (it ships skills or a theme only)")
+                self._mark_ready()
+        except Exception as exc:  # a bug of ours must not take the workspace down
+            log.exception("extension %s: internal error", self.name)
+            self.last_error = f"internal error: {exc!r}"
+            self.state = State.FAILED
+        finally:
+            self._finish()
+        return True
 
     async def _run_once(self) -> None:
         """One run: its process from spawn to exit (or its connection, at a url)."""
@@ -385,6 +404,11 @@ class Extension(Requestable, SleepCycle):
         if self._outcome.stop_code is None:
             self._outcome.stop_code = code
         self.stop_requested.set()
+        if self.dormant:  # asleep with no supervisor (see doze): it ends here
+            self._calls.on_want = None
+            self.state = State.EXITED
+            self._finish()
+            return
         self._calls.wanted.set()  # (a sleeping one's run ends)
         if self._mcp is not None and self._mcp.remote:  # no process: its connection
             self._mcp.close()

@@ -24,6 +24,7 @@ it is ready, and again when it goes to sleep if they changed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -104,12 +105,37 @@ class SleepCycle:
     async def _run_once(self) -> None:
         raise NotImplementedError
 
+    def doze(self, start: Callable[[], None]) -> bool:
+        """Falls asleep on the cache read with its workspace's discovery, with
+        no supervisor task yet: its registrations are listed now, and
+        ``start`` (which runs :meth:`Extension.run <.extension.Extension.run>`
+        in its owner's nursery) is called when something first wants it. A
+        workspace opens with a listing and no task per sleeping extension.
+
+        Returns ``False``, and does nothing, unless it is lazy and that cache
+        was read ahead and is valid (then it must be run at once, to read or
+        fill its cache)."""
+        prefetched = self._prefetched
+        if self._cache_dir is None or not isinstance(prefetched, tuple) or prefetched[0] is None:
+            return False
+        self._prefetched = None
+        self._cached = prefetched[0]
+        dozing.register(self._ext, self._host, self._cached)
+        self._asleep()
+        self._calls.on_want = start
+        return True
+
+    @property
+    def dormant(self) -> bool:
+        """Whether it dozes with no supervisor task (see :meth:`doze`)."""
+        return self._calls.on_want is not None
+
     async def _lifetime(self) -> None:
         """Its runs: one, or for a lazy or idle-stopping one, sleep, wake,
         run, sleep again, ... until a run ends for another reason than
         idleness, or it is stopped asleep. Cancellation ends it where it is
         (the supervisor kills a process it was running)."""
-        if self._cache_dir is not None:
+        if self._cache_dir is not None and self.state != State.SLEEPING:  # (else it dozed)
             prefetched, self._prefetched = self._prefetched, None
             cached = await dozing.load(self._ext, self._cache_dir, prefetched)
             if cached is not None and not self.stop_requested.is_set():

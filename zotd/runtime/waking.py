@@ -117,6 +117,9 @@ class Waking:
         #: Set when a held request asks for a wake (and :attr:`reason` says which).
         self.wanted = trio.Event()
         self.reason = ""
+        #: Called (once) at the first wake asked for: starts the supervisor of
+        #: an extension that dozes without one (see ``SleepCycle.doze``).
+        self.on_want: Callable[[], None] | None = None
         #: The held tool calls and guard questions, with their deadlines.
         self.held: PendingTable[ep.ToolProgress] = PendingTable(self._expired, self.ids)
         #: What is held, in order: a request's id (its frame in ``_frames``) or an event.
@@ -350,6 +353,9 @@ class Waking:
         if not self.wanted.is_set():
             self.reason = what(frame())
             self.wanted.set()
+            start, self.on_want = self.on_want, None
+            if start is not None:
+                start()
         self._touch()
 
     # --- the idle clock ----------------------------------------------------------------

@@ -216,17 +216,19 @@ class Workspace(Requests):
         if self._shared is not None and shares(found):
             return self._shared.attach(self, found)
         ext = self._new(found)
-        self._nursery.start_soon(
-            partial(
-                keeper.keep,
-                ext,
-                self._config,
-                current=self._current,
-                renew=lambda old: self._new(old.found),
-                changed=self._states.changed,
-            ),
-            name=f"extension {ext.name}",
+        if ext.run_inert():  # nothing to run: no restart loop either
+            return ext
+        keep = partial(
+            keeper.keep,
+            ext,
+            self._config,
+            current=self._current,
+            renew=lambda old: self._new(old.found),
+            changed=self._states.changed,
         )
+        start = partial(self._nursery.start_soon, keep, name=f"extension {ext.name}")
+        if not ext.doze(start):  # (a lazy one asleep on its cache starts when wanted)
+            start()
         return ext
 
     def _current(self, ext: Extension) -> bool:
@@ -360,7 +362,8 @@ class Workspace(Requests):
         (counted from its spawn) has passed: at most about ``ready_grace``."""
         await self.started.wait()
         for ext in list(self.extensions.values()):
-            await ext.settled.wait()
+            if not ext.settled.is_set():  # (no checkpoint for each one settled already)
+                await ext.settled.wait()
 
     def acquire(self) -> None:
         """A client joined."""
