@@ -1,7 +1,8 @@
 """zotd's benchmarks: one run, one machine, every figure beside its baseline.
 
 Usage: ``python benchmarks/bench.py [--quick] [--rounds N] [--json FILE]``
-(or ``nox -s bench [-- --quick]``).
+(or ``nox -s bench [-- --quick]``); ``--curves`` measures how the costs grow
+with load instead (``curves.py``) and draws them into ``docs/img/``.
 
 What runs, each in its own process, several rounds over:
 
@@ -486,7 +487,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=["calls", "intercept", "many", "sdk", "mcp", "lazy"],
         help="run just one group of figures",
     )
+    parser.add_argument(
+        "--curves",
+        action="store_true",
+        help="curves instead: latency, calls/s and memory against load (curves.py), as PNGs",
+    )
     args = parser.parse_args(argv)
+    if args.curves:
+        import curves
+
+        return curves.run(args.quick, args.json, args.rounds)
     settings = QUICK if args.quick else FULL
     if args.rounds:
         settings.rounds = args.rounds
