@@ -10,6 +10,9 @@ What runs, each in its own process, several rounds over:
   driven by ``zotd.client`` over the Unix socket.
 * **floor**: ``relay.py``, a bare trio relay between the same client and the
   same extension; what zotd adds is what it costs beyond this.
+* **raw client** (``raw_client.py``): both of those driven as agents in other
+  languages drive them, one write per request, at 64 calls in flight; with
+  the server's CPU time per call.
 * **peer**: the MCP Python SDK's ``MCPServer`` over stdio, called through
   ``mcp.ClientSession``; what an agent would otherwise use.
 * **bare spawn**: ``bare_spawn.py``, the same extensions started by bare trio.
@@ -39,6 +42,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import mcp_fleet
+from raw_client import cpu_seconds, raw_rate
 from systems import (
     SDK_EXT,
     Daemon,
@@ -132,12 +136,34 @@ class Figures:
         self.values[key] = value
 
 
-async def call_figures(call: Call, settings: Settings, prefix: str, into: Figures) -> None:
+async def call_figures(
+    call: Call, settings: Settings, prefix: str, into: Figures, pid: int | None = None
+) -> None:
+    """Latencies and rates; with the server's ``pid``, its CPU time per call
+    at 64 in flight too (``PREFIX.cpu64``)."""
     lat = await latencies(call, settings.calls, settings.warmup)
     into[f"{prefix}.p50"] = percentile(lat, 0.50)
     into[f"{prefix}.p99"] = percentile(lat, 0.99)
     for n in IN_FLIGHT:
-        into[f"{prefix}.rate{n}"] = await rate(call, n, settings.seconds)
+        if n == 64 and pid is not None:
+            cpu = cpu_seconds(pid)
+            begin = time.perf_counter()
+            calls_per_second = await rate(call, n, settings.seconds)
+            calls = calls_per_second * (time.perf_counter() - begin)
+            into[f"{prefix}.cpu64"] = (cpu_seconds(pid) - cpu) / calls
+        else:
+            calls_per_second = await rate(call, n, settings.seconds)
+        into[f"{prefix}.rate{n}"] = calls_per_second
+
+
+def raw_figures(
+    socket: Path, cwd: Path | None, pid: int, settings: Settings, prefix: str, into: Figures
+) -> None:
+    """The raw client (one write per request, see raw_client.py) at 64 in
+    flight: calls/s and the server's CPU time per call."""
+    figures = raw_rate(socket, cwd, pid, 64, max(1.0, settings.seconds))
+    into[f"{prefix}.raw64"] = figures.per_second
+    into[f"{prefix}.rawcpu"] = figures.cpu_per_call
 
 
 def echo_call(zot: Client, tool: str = "echo") -> Call:
@@ -189,9 +215,10 @@ def round_floor(settings: Settings, into: Figures) -> None:
 
             async def run() -> None:
                 async with client_of(box.socket, relay, None) as zot:
-                    await call_figures(echo_call(zot), settings, "floor", into)
+                    await call_figures(echo_call(zot), settings, "floor", into, relay.pid)
 
             anyio.run(run, backend=BACKEND)
+            raw_figures(box.socket, None, relay.pid, settings, "floor", into)
         finally:
             relay.kill()
             relay.wait()
@@ -205,9 +232,10 @@ def round_zotd(settings: Settings, into: Figures) -> None:
             async def run() -> None:
                 async with daemon.client() as zot:
                     into["startup1"] = await ready_all(daemon, zot, 1)
-                    await call_figures(echo_call(zot), settings, "zotd", into)
+                    await call_figures(echo_call(zot), settings, "zotd", into, daemon.pid)
 
             anyio.run(run, backend=BACKEND)
+            raw_figures(box.socket, box.project, daemon.pid, settings, "zotd", into)
             daemon.stop()
     into["bare1"] = bare_spawn([ext_argv("echo", "tool")])
 
@@ -346,6 +374,21 @@ ROWS = [
             (">=", 0.7) if n == 64 else None,
         )
         for n in IN_FLIGHT
+    ),
+    Row("daemon CPU per call, 64 in flight", "us", "zotd.cpu64", ("floor", "floor.cpu64", "over")),
+    Row(
+        "calls/s, 64 in flight, raw client",
+        "/s",
+        "zotd.raw64",
+        ("floor", "floor.raw64", "over"),
+        (">=", 0.9),
+    ),
+    Row(
+        "daemon CPU per call, raw client",
+        "us",
+        "zotd.rawcpu",
+        ("floor", "floor.rawcpu", "over"),
+        ("<=", 1.25),
     ),
     Row("tool call p50 vs MCP", "us", "zotd.p50", ("MCP SDK", "peer.p50", "under"), (">=", 5.5)),
     Row("tool call p99 vs MCP", "us", "zotd.p99", ("MCP SDK", "peer.p99", "under")),
