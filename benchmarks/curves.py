@@ -73,6 +73,11 @@ SETTLE_READS = 3
 SETTLE_STEP = 0.1
 SETTLE_MAX = 3.0
 
+#: From this many calls in flight on, the time per call (1 / calls/s) is
+#: fitted: below it the pipe is not full, and the time per call falls as
+#: calls overlap, which says nothing about how the cost grows.
+FULL_PIPE = 16
+
 #: File descriptors the client process keeps besides the idle connections.
 FD_MARGIN = 256
 
@@ -103,7 +108,7 @@ FULL = Settings(
     warmup=0.2,
     in_flight=IN_FLIGHT,
     calls=400,
-    blocks=3,
+    blocks=5,
     extensions=(1, 25, 50, 75, 100, 125, 150, 175, 200),
     workspaces=(1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50),
     clients=(1, 10, 50, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000),
@@ -464,7 +469,9 @@ def measure(settings: Settings) -> Curves:
         rate = [statistics.median(s[n].rate for s in taken) for n in settings.in_flight]
         curves.add(f"p50.{name}", name, xs, p50, "us")
         curves.add(f"rate.{name}", name, xs, rate, "/s")
-        curves.add(f"cost.{name}", name, xs, [1e6 / r for r in rate], "us")
+        full = [i for i, n in enumerate(settings.in_flight) if n >= FULL_PIPE]
+        cost = [1e6 / rate[i] for i in full]
+        curves.add(f"cost.{name}", name, [xs[i] for i in full], cost, "us")
 
     say("daemon RSS against extensions")
     ext = extension_curve(settings)
@@ -495,11 +502,19 @@ def measure(settings: Settings) -> Curves:
         "KiB",
     )
     idle_xs = sorted(conn.up)
+    idle_xs_f = [float(n) for n in idle_xs]
     idle_p50 = [
         statistics.median([conn.up[n], *([conn.down[n]] if n in conn.down else [])]) * 1e6
         for n in idle_xs
     ]
     curves.add("p50.idle", "zotd", [float(n) for n in idle_xs], idle_p50, "us")
+    for key, label, points in (
+        ("up", "as clients came", conn.up),
+        ("down", "as clients left", conn.down),
+    ):
+        if points:
+            ys = [points[n] * 1e6 for n in idle_xs]
+            curves.add(f"p50.idle.{key}", label, idle_xs_f, ys, "us")
     curves.seconds = time.perf_counter() - begin
     return curves
 
@@ -513,7 +528,7 @@ FIT_ROWS: list[tuple[str, str, str]] = [
         for name in ("zotd", "floor", "MCP SDK")
     ),
     *(
-        (f"cost.{name}", f"time per call (1 / calls/s), {name}", "call in flight")
+        (f"cost.{name}", f"time per call (1 / calls/s) from {FULL_PIPE}, {name}", "call in flight")
         for name in ("zotd", "floor", "MCP SDK")
     ),
     ("rss.extensions", "daemon RSS, extensions in a workspace", "extension"),
@@ -566,14 +581,21 @@ def fit_table(curves: Curves) -> list[list[str]]:
 class Costs:
     """What one more of each thing costs the daemon, from the slopes (KiB)."""
 
+    #: One more extension, of a name not seen before, in one workspace.
     extension: float
+    #: One more idle client in a workspace.
     connection: float
     #: One more workspace of ten extensions with its agent connected.
     workspace_whole: float
-    #: The same, its ten extensions and its agent's connection taken off.
+    #: One more workspace without extensions, its agent's connection taken
+    #: off: the workspace, its extensions aside.
     workspace: float
-    #: A workspace without extensions, its agent's connection taken off.
-    empty_workspace: float
+    #: What each of the ten extensions adds to a further workspace (the two
+    #: workspace slopes' difference over ten): their names are known already.
+    extension_again: float
+    #: The workspace slope less ten extensions (new names) and the connection:
+    #: a cross-check of :attr:`workspace`, taken in another regime.
+    workspace_by_difference: float
 
 
 def costs(curves: Curves) -> Costs:
@@ -585,8 +607,9 @@ def costs(curves: Curves) -> Costs:
         extension=extension,
         connection=connection,
         workspace_whole=whole,
-        workspace=whole - WS_EXTENSIONS * extension - connection,
-        empty_workspace=empty - connection,
+        workspace=empty - connection,
+        extension_again=(whole - empty) / WS_EXTENSIONS,
+        workspace_by_difference=whole - WS_EXTENSIONS * extension - connection,
     )
 
 
@@ -617,9 +640,14 @@ def target_table(curves: Curves) -> tuple[list[list[str]], bool]:
 
     kib_row("RSS per connection (idle client)", c.connection, CONNECTION_KIB)
     kib_row("RSS per workspace, extensions aside", c.workspace, WORKSPACE_KIB)
-    kib_row("RSS per workspace without extensions", c.empty_workspace, WORKSPACE_KIB)
-    kib_row("RSS per extension", c.extension, None)
     kib_row(f"RSS per workspace, {WS_EXTENSIONS} extensions + agent", c.workspace_whole, None)
+    kib_row("RSS per extension, a new name", c.extension, None)
+    kib_row("RSS per extension, each further workspace", c.extension_again, None)
+    kib_row(
+        f"RSS per workspace less {WS_EXTENSIONS} new extensions, agent",
+        c.workspace_by_difference,
+        None,
+    )
 
     def us_row(label: str, key: str, base: str | None, unit: str) -> None:
         value = curves.fit(key).slope
@@ -663,7 +691,7 @@ def plot(curves: Curves, directory: Path) -> list[Path]:
         {key: curves.fit(key) for key in curves.series},
         directory,
         connection_target=CONNECTION_KIB,
-        workspace_target=c.extension * WS_EXTENSIONS + c.connection + WORKSPACE_KIB,
+        workspace_target=c.extension_again * WS_EXTENSIONS + c.connection + WORKSPACE_KIB,
         empty_workspace_target=c.connection + WORKSPACE_KIB,
     )
 

@@ -119,7 +119,13 @@ def memory(
 def idle_clients(series: dict[str, Series], fits: dict[str, Fit], path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     s, f = series["p50.idle"], fits["p50.idle"]
-    ax.plot(s.xs, s.ys, "o-", color="tab:blue", label="p50 latency, sequential calls")
+    sweeps = [series[k] for k in ("p50.idle.up", "p50.idle.down") if k in series]
+    both = len(sweeps) > 1
+    label = "p50 latency, sequential calls" + (" (mean of the two sweeps)" if both else "")
+    ax.plot(s.xs, s.ys, "o-", color="tab:blue", label=label)
+    if both:
+        for sweep, marker in zip(sweeps, "^v", strict=True):
+            ax.plot(sweep.xs, sweep.ys, marker, color="tab:gray", alpha=0.6, label=sweep.name)
     xs = [f.x_min, f.x_max]
     ax.plot(
         xs, [f.at(x) for x in xs], ":", color="tab:blue", label=f"fit: {f.slope:.3f} us / client"
