@@ -20,7 +20,7 @@ from zotd.model.stamps import Memo
 @pytest.fixture
 def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     """Files made by the test count as long settled (the clock reads an hour on)."""
-    monkeypatch.setattr(stamps, "_now", lambda: time.time_ns() + 3600 * 10**9)
+    monkeypatch.setattr(stamps, "now_ns", lambda: time.time_ns() + 3600 * 10**9)
 
 
 def counting(memo: Memo[str, str], path: Path) -> tuple[list[int], object]:

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from .manifest import Found, Scope
 from .mcp_servers import is_project_server, project_servers
-from .rereads import load_found, load_scope
+from .outer_scopes import Outer
+from .rereads import load_found
 from .stamps import Look
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,21 @@ def _aside_reason(found: Found, why: str) -> str:
     return found.untrusted
 
 
+def read_outer(
+    explicit: Sequence[Path], global_dir: Path, path_env: str | None, look: Look
+) -> tuple[list[Found], list[Found]]:
+    """The explicit and the global extensions (the scopes every workspace
+    sees alike: see :mod:`.outer_scopes`), each directory read by
+    :func:`~.rereads.load_found`; ``look`` stamps every path they depend
+    on (the global directory and what it lists too)."""
+    found_explicit = [load_found(Path(d), Scope.EXPLICIT, path_env, look) for d in explicit]
+    dirs, others = _listing(global_dir)
+    look(str(global_dir.absolute()))  # (an entry added or removed)
+    for other in others:
+        look(other)
+    return found_explicit, [load_found(d, Scope.GLOBAL, path_env, look) for d in dirs]
+
+
 def discover(
     *,
     workspace: Path | None,
@@ -150,6 +166,7 @@ def discover(
     path_env: str | None = None,
     vet: Callable[[Found], None] | None = None,
     look: Look | None = None,
+    outer: Outer | None = None,
 ) -> list[Found]:
     """Every extension a workspace sees, one per name, highest precedence first.
 
@@ -170,17 +187,21 @@ def discover(
     is sound, before the choice: it may set ``untrusted`` (or ``error``), as
     the workspace's trust store says (see :func:`zotd.model.trust.vet`).
     ``look`` stamps what the manifests' memos depend on (see :mod:`.rereads`):
-    give the same one to the reads that follow in the same pass.
+    give the same one to the reads that follow in the same pass. ``outer``,
+    if given, is the explicit and global extensions read already (see
+    :mod:`.outer_scopes`): ``global_dir`` is not read then, and ``explicit``
+    comes before ``outer``'s explicit ones (a workspace's own, ``zot ext dev``).
     """
-    sources: list[tuple[str, Iterable[Path | Found]]] = [(Scope.EXPLICIT, explicit)]
+    look = look or Look()  # (the directories on PATH, stamped once for every manifest)
+    ahead: list[Path | Found] = [*explicit, *(outer.explicit if outer is not None else [])]
+    sources: list[tuple[str, Iterable[Path | Found]]] = [(Scope.EXPLICIT, ahead)]
     if workspace is not None:
         sources.append((Scope.PROJECT, _subdirs(project_dir(workspace))))
         servers, problems = project_servers(workspace, path_env)
         for problem in problems:
             log.warning("%s", problem)
         sources.append((Scope.PROJECT, servers))
-    look = look or Look()  # (the directories on PATH, stamped once for every manifest)
-    sources.append((Scope.GLOBAL, load_scope(global_dir, Scope.GLOBAL, _listing, path_env, look)))
+    sources.append((Scope.GLOBAL, outer.global_ if outer is not None else _subdirs(global_dir)))
     copies: dict[str, list[Found]] = {}
     for scope, items in sources:
         for item in items:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -38,10 +37,9 @@ from .manifest import Found
 from .reg_cache import Cached
 from .stamps import Dep, Group, Look, Memo, mark
 
-__all__ = ["cache_key", "load_cache", "load_found", "load_scope"]
+__all__ = ["cache_key", "copy_found", "load_cache", "load_found"]
 
 _founds: Memo[tuple[str, str, str | None], Found] = Memo()
-_scopes: Memo[tuple[str, str, str | None], list[Found]] = Memo(64)
 _keys: Memo[tuple[object, ...], str] = Memo()
 _caches: Memo[tuple[str, str, str], tuple[Cached | None, str]] = Memo()
 
@@ -59,42 +57,11 @@ def load_found(
         found = mf.load(directory, scope, path_env)
         return found, _found_depends(found, path_env)
 
-    return _copy(_founds.get((str(directory), scope, path_env), work, look or mark))
+    return copy_found(_founds.get((str(directory), scope, path_env), work, look or mark))
 
 
-def load_scope(
-    root: Path,
-    scope: str,
-    listing: Callable[[Path], tuple[list[Path], list[str]]],
-    path_env: str | None = None,
-    look: Look | None = None,
-) -> list[Found]:
-    """:func:`load_found` for each extension directory of one scope's
-    ``root``, kept as a whole while the listing and everything each manifest
-    read are unchanged (copies of their own). One check of every file the
-    scope depends on, each stamped once, instead of one memo per extension:
-    what the global scope costs each workspace that opens.
-
-    ``listing(root)`` gives the extension directories, and the other entries
-    that could become one (a link to a directory not there yet); both are
-    depended on, with ``root`` itself (an entry added or removed)."""
-    root = root.absolute()
-
-    def work() -> tuple[list[Found], list[Dep] | None]:
-        dirs, others = listing(root)
-        founds = [load_found(d, scope, path_env, look) for d in dirs]
-        deps: list[Dep] = [str(root), *others]
-        for found in founds:
-            more = _found_depends(found, path_env)
-            if more is None:
-                return founds, None
-            deps.extend(more)
-        return founds, deps
-
-    return [_copy(f) for f in _scopes.get((str(root), scope, path_env), work, look or mark)]
-
-
-def _copy(found: Found) -> Found:
+def copy_found(found: Found) -> Found:
+    """A copy of ``found`` with lists of its own (and none passed over yet)."""
     return dataclasses.replace(
         found,
         argv=list(found.argv),

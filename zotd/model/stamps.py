@@ -31,7 +31,19 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
-__all__ = ["SETTLE_NS", "Dep", "Group", "Look", "Mark", "Memo", "Stamp", "mark", "stamp"]
+__all__ = [
+    "SETTLE_NS",
+    "Dep",
+    "Group",
+    "Look",
+    "Mark",
+    "Memo",
+    "Stamp",
+    "mark",
+    "now_ns",
+    "settled",
+    "stamp",
+]
 
 #: How long ago the files a result depends on must have last changed for the
 #: result to be kept (FAT's timestamps are 2 s coarse; ext4's a tick).
@@ -45,7 +57,7 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def _now() -> int:
+def now_ns() -> int:
     """Wall-clock nanoseconds: the clock file times are kept in."""
     return time.time_ns()
 
@@ -79,6 +91,12 @@ def mark(dep: Dep) -> Mark:
     if isinstance(dep, Group):
         return tuple(stamp(p) for p in dep)
     return stamp(dep)
+
+
+def settled(m: Mark, began: int) -> bool:
+    """Whether what ``m`` stamps last changed :data:`SETTLE_NS` or more before
+    ``began`` (:func:`now_ns`): a result read from it since may be kept."""
+    return _settled(m, began - SETTLE_NS)
 
 
 def _settled(m: Mark, before: int) -> bool:
@@ -126,7 +144,9 @@ class Memo(Generic[K, V]):
                 if key in self._entries:
                     self._entries.move_to_end(key)
             return entry.value
-        began = _now()
+        if isinstance(look, Look):
+            look.missed = True
+        began = now_ns()
         value, paths = work()
         if paths is None:
             with self._lock:
@@ -152,10 +172,21 @@ class Memo(Generic[K, V]):
 
 class Look:
     """:func:`mark`, each dependency stamped once: for one pass over many
-    results that share paths. Not thread-safe: one per pass."""
+    results that share paths. Not thread-safe: one per pass.
+
+    It remembers what it stamped (:attr:`seen`), and whether a :class:`Memo`
+    given it had to do the work of a result (:attr:`missed`): a pass with
+    no miss depended on exactly what it saw."""
 
     def __init__(self) -> None:
         self._seen: dict[Dep, Mark] = {}
+        #: Whether a memo looked up with it ran its work (nothing kept, or changed).
+        self.missed = False
+
+    @property
+    def seen(self) -> dict[Dep, Mark]:
+        """Every dependency stamped so far, with its stamp."""
+        return self._seen
 
     def __call__(self, dep: Dep) -> Mark:
         try:

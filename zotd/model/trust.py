@@ -226,7 +226,7 @@ def _walk(root: str, digest: _Digest | None, seen: list[str] | None = None) -> N
     while todo:
         rel_dir = todo.pop()
         if seen is not None:
-            seen.append(os.path.join(root, rel_dir))
+            seen.append(os.path.join(root, rel_dir) if rel_dir else root)
         listed: list[os.DirEntry[str]] = []
         try:
             with os.scandir(os.path.join(root, rel_dir)) as it:

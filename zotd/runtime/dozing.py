@@ -19,7 +19,8 @@ import trio
 
 from ..model import reg_cache, rereads
 from ..model.config import Config
-from ..model.manifest import Found, runs_nothing
+from ..model.manifest import Found
+from ..model.outer_scopes import Prefetched, may_run, prefetch
 from ..model.reg_cache import Cached, CacheError, Uncacheable
 from ..model.stamps import Look
 from ..protocol import extension as ep
@@ -31,28 +32,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zotd.runtime.extension")
 
+__all__ = ["Prefetched", "load", "prefetch", "prefetch_lazy", "reconcile", "register", "save"]
+
 Registration = ep.RegisterCommand | ep.RegisterTool
 
 
 def snapshot(ext: Extension) -> Cached:
     """What ``ext`` registered and subscribed to, as the cache keeps it."""
     return Cached(list(ext.registrations), sorted(ext.events), sorted(ext.intercepts))
-
-
-#: A cache read done ahead (:func:`prefetch`): what :func:`~.reg_cache.load`
-#: returned, or what it raised.
-Prefetched = tuple[Cached | None, str] | Uncacheable | CacheError
-
-
-def prefetch(found: Found, cache_dir: Path, look: Look | None = None) -> Prefetched:
-    """Blocking: reads ``found``'s cache as :func:`load` would, for a
-    workspace's discovery to do in its own worker thread (one hop, not two,
-    on the way to an agent's first ``list_tools``)."""
-    try:
-        want = rereads.cache_key(found, look)
-        return rereads.load_cache(reg_cache.path(cache_dir, found.name), found.name, want, look)
-    except (Uncacheable, CacheError) as exc:
-        return exc
 
 
 def prefetch_lazy(
@@ -68,10 +55,9 @@ def prefetch_lazy(
     look = look or Look()
     done: dict[str, tuple[Found, Prefetched]] = {}
     for f in found:
-        m = f.manifest
-        if m is None or f.error or f.untrusted or not m.enabled or runs_nothing(f):
+        if not may_run(f) or f.manifest is None:
             continue
-        if config.lazy_for(f.name, m.lazy) and not skip(f):
+        if config.lazy_for(f.name, f.manifest.lazy) and not skip(f):
             done[f.name] = (f, prefetch(f, cache_dir, look))
     return done
 

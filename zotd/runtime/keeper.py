@@ -55,19 +55,15 @@ def build(
         log_path=_log_path(ctx.paths, found.name),
         spawner=ctx.spawner,
         env=env,
-        cache_dir=cache_dir(ctx),
+        cache_dir=cache_dir(home),
         prefetched=prefetched,
     )
 
 
-def cache_dir(ctx: Context) -> Path:
-    """Where lazy extensions' registrations are cached: ``$ZOT_HOME/cache/registrations``."""
-    return _cache_dir(ctx.paths.home)
-
-
 # Made once each (paths are built on the way to a workspace's first listing).
 @functools.lru_cache(maxsize=16)
-def _cache_dir(home: Path) -> Path:
+def cache_dir(home: Path) -> Path:
+    """Where lazy extensions' registrations are cached: ``$ZOT_HOME/cache/registrations``."""
     return home / "cache" / "registrations"
 
 

@@ -3,7 +3,8 @@
 Every workspace sees the global extensions (``$ZOT_HOME/extensions``) and
 the explicit ones (``--ext``). Reading their manifests, and the
 registrations caches of the lazy ones, when the daemon starts fills the
-memos of :mod:`zotd.model.rereads`: the first workspace to open then finds
+memos of :mod:`zotd.model.rereads` and keeps the whole pass
+(:mod:`zotd.model.outer_scopes`): the first workspace to open then finds
 them read already, and only checks that nothing changed (a ``stat`` per
 file). What is read here is not used otherwise; a workspace reads for
 itself anyway, so a prefill that fails or has not finished costs nothing
@@ -15,9 +16,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..model.discovery import discover
-from ..model.stamps import Look
-from . import dozing, keeper, threads
+from . import threads
 
 if TYPE_CHECKING:
     from .workspace import Context
@@ -27,20 +26,14 @@ log = logging.getLogger(__name__)
 
 async def warm(ctx: Context) -> None:
     """Reads the global and explicit extensions, and the lazy ones' caches,
-    in a worker thread. Never raises ``Exception`` (a problem is logged: each
-    workspace meets it again, and says so)."""
+    in a worker thread (:meth:`Context.read_outer <.workspace.Context.read_outer>`).
+    Never raises ``Exception`` (a problem is logged: each workspace meets it
+    again, and says so)."""
 
     def read() -> int:
-        look = Look()
-        found = discover(
-            workspace=None,
-            global_dir=ctx.paths.extensions_dir,
-            explicit=ctx.explicit,
-            path_env=ctx.env.get("PATH", ""),
-            look=look,
-        )
-        dozing.prefetch_lazy(found, ctx.config, keeper.cache_dir(ctx), lambda _: False, look)
-        return len(found)
+        ctx.read_outer()  # (a first pass fills the memos; the second, all hits, is kept)
+        outer = ctx.read_outer()
+        return len(outer.explicit) + len(outer.global_)
 
     try:
         count = await threads.run_sync(read)

@@ -195,8 +195,8 @@ class SleepCycle:
         escalation; at a url, its connection closed). Cancellation leaves a
         stop it began where it was."""
         await self._became_ready.wait()
-        if self._cache_dir is not None:
-            await self._save_cache()
+        if self._cache_dir is not None and dozing.snapshot(self._ext) != self._cached:
+            await self._save_cache()  # (not rewritten unchanged: a young file is re-read)
         await self._calls.idle()  # (forever, for idle_stop 0)
         self._dozing = True
         self._calls.hold()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,8 +30,9 @@ import trio
 from .. import EXTENSION_PROTOCOL_VERSION, __version__
 from ..model import trust
 from ..model.config import BUILTIN_TOOLS, Config
-from ..model.discovery import discover
+from ..model.discovery import discover, read_outer
 from ..model.manifest import Found
+from ..model.outer_scopes import Outer, OuterScopes
 from ..model.paths import Paths
 from ..model.registry import Registry
 from ..model.stamps import Look
@@ -61,6 +62,21 @@ class Context:
     explicit: Sequence[Path]
     spawner: Spawner
     env: Mapping[str, str]
+    #: The explicit and global extensions as the last workspace read them.
+    outer: OuterScopes = field(default_factory=OuterScopes, compare=False)
+
+    def read_outer(self) -> Outer:
+        """Blocking: the explicit and global extensions and the lazy ones'
+        caches, checked as a whole (see :mod:`zotd.model.outer_scopes`)."""
+        config = self.config
+        return self.outer.read(
+            read_outer,
+            explicit=self.explicit,
+            global_dir=self.paths.extensions_dir,
+            path_env=self.env.get("PATH", ""),
+            cache_dir=keeper.cache_dir(self.paths.home),
+            lazy=lambda f: f.manifest is not None and config.lazy_for(f.name, f.manifest.lazy),
+        )
 
 
 class Workspace(Requests):
@@ -181,18 +197,30 @@ class Workspace(Requests):
             store = trust.load(self._ctx.paths.home)
             vet = partial(trust.vet, workspace=self.root, store=store)
         look = Look()  # (what discovery stamps, the caches' reads look up again)
+        outer = self._ctx.read_outer()
         found = discover(
             workspace=self.root,
             global_dir=self._ctx.paths.extensions_dir,
-            explicit=[*self.dev_dirs, *self._ctx.explicit],
+            explicit=self.dev_dirs,
             path_env=self._ctx.env.get("PATH", ""),
             vet=vet,
             look=look,
+            outer=outer,
         )
         for f in found:  # zotd.toml's `scope` over the manifest's
             f.sharing = self._config.sharing_for(f.name, f.sharing)
-        cache = keeper.cache_dir(self._ctx)
-        self._prefetched = dozing.prefetch_lazy(found, self._config, cache, self._pooled, look)
+        read = {id(f): outer.caches.get((f.name, f.dir)) for f in [*outer.explicit, *outer.global_]}
+        ahead: dict[str, tuple[Found, dozing.Prefetched]] = {}
+        for f in found:  # (the outer ones' caches were read with them; a project's are read now)
+            cache = read.get(id(f))
+            if cache is not None and not self._pooled(f):
+                ahead[f.name] = (f, cache)
+        home = self._ctx.paths.home
+        project = [f for f in found if id(f) not in read]
+        ahead |= dozing.prefetch_lazy(
+            project, self._config, keeper.cache_dir(home), self._pooled, look
+        )
+        self._prefetched = ahead
         return found
 
     def _pooled(self, found: Found) -> bool:

@@ -1,0 +1,196 @@
+"""The outer scopes (explicit and global extensions, and the lazy ones'
+caches) read once and checked as a whole: given back while nothing they
+depend on changed, read again as soon as anything did
+(zotd.model.outer_scopes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from tests.conftest import add_extension
+from zotd.model import reg_cache, stamps
+from zotd.model.discovery import read_outer
+from zotd.model.manifest import Found
+from zotd.model.outer_scopes import Outer, OuterScopes
+from zotd.model.reg_cache import Cached
+from zotd.model.stamps import Look
+from zotd.protocol import extension as ep
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files made by the test count as long settled (the clock reads an hour on)."""
+    monkeypatch.setattr(stamps, "now_ns", lambda: time.time_ns() + 3600 * 10**9)
+
+
+class Outers:
+    """An :class:`OuterScopes` over a global directory, counting the passes it reads."""
+
+    def __init__(self, home: Path, explicit: Sequence[Path] = ()) -> None:
+        self.global_dir = home / "extensions"
+        self.global_dir.mkdir(parents=True, exist_ok=True)
+        self.cache_dir = home / "cache" / "registrations"
+        self.explicit = list(explicit)
+        self.scopes = OuterScopes()
+        self.passes = 0
+
+    def _reader(
+        self, explicit: Sequence[Path], global_dir: Path, path_env: str | None, look: Look
+    ) -> tuple[list[Found], list[Found]]:
+        self.passes += 1
+        return read_outer(explicit, global_dir, path_env, look)
+
+    def read(self) -> Outer:
+        return self.scopes.read(
+            self._reader,
+            explicit=self.explicit,
+            global_dir=self.global_dir,
+            path_env=os.environ.get("PATH", ""),
+            cache_dir=self.cache_dir,
+            lazy=lambda f: f.manifest is not None and f.manifest.lazy,
+        )
+
+    def kept(self) -> Outer:
+        """Reads until a pass is kept (the first fills the memos), then once more."""
+        self.read()
+        self.read()
+        passes = self.passes
+        outer = self.read()
+        assert self.passes == passes, "the pass was not kept"
+        return outer
+
+
+def names(outer: Outer) -> list[str]:
+    return [f.name for f in [*outer.explicit, *outer.global_]]
+
+
+def write_cache(outers: Outers, found: Found, tools: list[str]) -> None:
+    key = reg_cache.key(found)
+    regs: list[ep.RegisterCommand | ep.RegisterTool] = [
+        ep.RegisterTool(name=t, description="", schema=msgspec.Raw(b"{}")) for t in tools
+    ]
+    assert reg_cache.save(
+        reg_cache.path(outers.cache_dir, found.name), found.name, key, Cached(regs)
+    )
+
+
+def cached_tools(outer: Outer, name: str) -> list[str] | str:
+    read = next(v for (n, _), v in outer.caches.items() if n == name)
+    assert isinstance(read, tuple), read
+    cached, why = read
+    return [r.name for r in cached.registrations] if cached is not None else why
+
+
+def test_an_unchanged_pass_is_given_back_without_reading(tmp_path: Path, settled: None) -> None:
+    outers = Outers(tmp_path)
+    for name in ("a", "b"):
+        add_extension(outers.global_dir, name)
+    outer = outers.kept()
+    assert names(outer) == ["a", "b"]
+
+
+def test_each_read_is_a_copy_of_its_own(tmp_path: Path, settled: None) -> None:
+    outers = Outers(tmp_path)
+    add_extension(outers.global_dir, "a")
+    first = outers.kept()
+    first.global_[0].argv.append("--changed")
+    first.global_[0].sharing = "shared"
+    again = outers.read()
+    assert "--changed" not in again.global_[0].argv
+    assert again.global_[0].sharing == "workspace"
+
+
+def test_a_manifest_edited_in_place_is_read_again(tmp_path: Path, settled: None) -> None:
+    outers = Outers(tmp_path)
+    directory = add_extension(outers.global_dir, "a")
+    outers.kept()
+    manifest = directory / "extension.json"
+    fields = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**fields, "version": "0.0.2"}))
+    outer = outers.read()
+    assert outer.global_[0].manifest is not None
+    assert outer.global_[0].manifest.version == "0.0.2"
+
+
+def test_an_extension_added_or_removed_is_seen(tmp_path: Path, settled: None) -> None:
+    outers = Outers(tmp_path)
+    add_extension(outers.global_dir, "a")
+    outers.kept()
+    add_extension(outers.global_dir, "b")
+    assert names(outers.read()) == ["a", "b"]
+    outers.kept()
+    for f in (outers.global_dir / "a").iterdir():
+        f.unlink()
+    (outers.global_dir / "a").rmdir()
+    assert names(outers.read()) == ["b"]
+
+
+def test_a_link_to_a_directory_made_later_is_seen(tmp_path: Path, settled: None) -> None:
+    outers = Outers(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    (outers.global_dir / "late").symlink_to(elsewhere)  # dangling: no extension yet
+    assert names(outers.kept()) == []
+    add_extension(tmp_path, "elsewhere", manifest={"name": "late"})
+    assert names(outers.read()) == ["late"]
+
+
+def test_an_explicit_directory_is_checked_too(tmp_path: Path, settled: None) -> None:
+    mine = add_extension(tmp_path / "dev", "mine")
+    outers = Outers(tmp_path / "home", explicit=[mine])
+    assert names(outers.kept()) == ["mine"]
+    (mine / "extension.json").write_text(json.dumps({"name": "mine"}))  # no exec: a broken one
+    assert outers.read().explicit[0].error
+
+
+def test_a_lazy_extensions_cache_is_read_with_it_and_again_when_rewritten(
+    tmp_path: Path, settled: None
+) -> None:
+    outers = Outers(tmp_path)
+    add_extension(outers.global_dir, "lz", manifest={"lazy": True})
+    add_extension(outers.global_dir, "eager")
+    found = outers.read().global_[1]
+    write_cache(outers, found, ["t1"])
+    outer = outers.kept()
+    assert cached_tools(outer, "lz") == ["t1"]
+    assert [n for n, _ in outer.caches] == ["lz"]  # (not the eager one's)
+    write_cache(outers, found, ["t1", "t2"])
+    assert cached_tools(outers.read(), "lz") == ["t1", "t2"]
+
+
+def test_a_changed_script_or_a_file_named_like_an_argument_invalidates_the_cache(
+    tmp_path: Path, settled: None
+) -> None:
+    outers = Outers(tmp_path)
+    directory = add_extension(outers.global_dir, "lz", manifest={"lazy": True})
+    script = directory / "server.py"
+    script.write_text("print('one')\n")
+    manifest = directory / "extension.json"
+    fields = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**fields, "args": ["server.py", "tool"]}))
+    found = next(f for f in outers.read().global_ if f.name == "lz")
+    write_cache(outers, found, ["t"])
+    assert cached_tools(outers.kept(), "lz") == ["t"]
+    script.write_text("print('two')\n")  # its content: another key
+    assert cached_tools(outers.read(), "lz") != ["t"]
+    found = next(f for f in outers.read().global_ if f.name == "lz")
+    write_cache(outers, found, ["t"])
+    assert cached_tools(outers.kept(), "lz") == ["t"]
+    (directory / "tool").write_text("")  # an argument that names a file now
+    assert cached_tools(outers.read(), "lz") != ["t"]
+
+
+def test_a_pass_over_files_changed_just_now_is_not_kept(tmp_path: Path) -> None:
+    """With the real clock: files written this second could change again
+    within their stamps' tick, unseen; every read reads them again."""
+    outers = Outers(tmp_path)
+    add_extension(outers.global_dir, "a")
+    for _ in range(3):
+        assert names(outers.read()) == ["a"]
+    assert outers.passes == 3
