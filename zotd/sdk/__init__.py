@@ -32,26 +32,30 @@ Current zot's additions: ``@ext.tool(...)`` takes ``interactive``,
 ``ext.submit_slash()`` and ``ext.clear_notes()``; a command may answer
 :func:`tool_prompt`; ``@ext.before_agent_start`` rewrites the system prompt.
 
-Importing it loads neither trio nor the daemon: only msgspec, platformdirs
-and the standard library. It imports nothing of zotd but ``zotd.protocol``
-(an import-linter contract holds it to that). Its modules: ``extension``
-(the ``Extension`` object: decorators and ``run``), ``actions`` (what
-handlers call), ``handlers`` (what was registered, and the opening frames),
-``runtime`` (frames dispatched to handlers on asyncio: tasks,
-cancellation, replies), ``requests`` (a request in flight and its merged
-progress), ``calls`` (the extension's own tool calls), ``panels`` (panels
-a handler opened and waits on), ``stdio`` (reading and writing the
-frames' lines), ``schema`` (tool schemas from signatures), ``results``
-(what commands and tools return, as frames) and ``guards`` (what guards
-return). See docs/sdk.md.
+Importing it loads neither trio nor the daemon, nor even asyncio: only
+msgspec, the protocol's frames and a few small modules of the standard
+library. It imports nothing of zotd but ``zotd.protocol`` (an
+import-linter contract holds it to that). ``run()`` writes the handshake
+first and only then imports the runtime, which runs on asyncio, so an
+extension is ready about as soon as a raw one. Its modules, those loaded
+at import: ``extension`` (the ``Extension`` object: decorators and
+``run``), ``actions`` (what handlers call), ``handlers`` (what was
+registered, and the opening frames), ``requests`` (a request in flight and
+its merged progress), ``panels`` (panels a handler opened and waits on),
+``stdio`` (writing the frames' lines), ``schema`` (tool schemas from
+signatures), ``results`` (what commands and tools return, as frames) and
+``guards`` (what guards return); those ``run()`` loads once the handshake
+is out: ``runtime`` (frames dispatched to handlers on asyncio: tasks,
+cancellation, replies), ``reader`` (the host's lines) and ``calls`` (the
+extension's own tool calls). See docs/sdk.md.
 """
 
-from .calls import CallToolError
 from .extension import Exposure, Extension, Replay
 from .guards import Block, Rewrite, block, replace_text, rewrite
 from .panels import KeyPress, LivePanel
 from .results import (
     CallResult,
+    CallToolError,
     Image,
     Markdown,
     Panel,

@@ -6,30 +6,35 @@
 ``close_panel``), prompts handed to the agent (``submit``,
 ``submit_slash``) and tool calls through the host (``call_tool``). All but
 ``call_tool`` are one-way frames, safe from any thread.
+
+Imported before the handshake (see :mod:`zotd.sdk.extension`): the runtime
+these act through, and asyncio, are loaded by ``run()``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..protocol import extension as ep
+from ..protocol.ext_base import CALL_TOOL
+from ..protocol.ext_frames import ClearNotes, Notify, Submit, SubmitSlash, ToolProgress
 from . import results
-from .calls import CallToolError
 from .panels import LivePanel
 from .requests import current
-from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..protocol.host_frames import HelloAck
+    from .runtime import Runtime
 
 
 class Actions:
     """What an extension does while it runs (mixed into ``Extension``)."""
 
     name: str
-    host: ep.HelloAck | None
+    host: HelloAck | None
     _runtime: Runtime | None
 
     def log(self, *parts: Any) -> None:
@@ -39,12 +44,12 @@ class Actions:
     def notify(self, message: str, level: str = "info") -> None:
         """Shows the user a note (``info``, ``success``, ``warn`` or ``error``);
         safe from any thread."""
-        self._push("notify", ep.Notify(message=message, level=level))
+        self._push("notify", Notify(message=message, level=level))
 
     def clear_notes(self) -> None:
         """Withdraws every note this extension put up (``notify``); other
         extensions' notes stay. Safe from any thread."""
-        self._push("clear_notes", ep.ClearNotes())
+        self._push("clear_notes", ClearNotes())
 
     def submit(self, text: str) -> None:
         """Hands ``text`` to the agent as the user's next prompt (run now if
@@ -56,7 +61,7 @@ class Actions:
         """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("submit() needs some text")
-        self._push("submit", ep.Submit(text=text))
+        self._push("submit", Submit(text=text))
 
     def submit_slash(self, text: str) -> None:
         """Runs the slash command ``text`` (``"/name args"``) in the agent,
@@ -67,7 +72,7 @@ class Actions:
         """
         if not isinstance(text, str) or not text.strip().startswith("/"):
             raise ValueError(f"submit_slash() runs a slash command: {text!r} does not start with /")
-        self._push("submit_slash", ep.SubmitSlash(text=text))
+        self._push("submit_slash", SubmitSlash(text=text))
 
     def progress(
         self, message: str = "", progress: float | None = None, total: float | None = None
@@ -93,7 +98,7 @@ class Actions:
                 isinstance(value, bool) or not isinstance(value, int | float)
             ):
                 raise TypeError(f"progress(): {name} must be a number, not {type(value).__name__}")
-        frame = ep.ToolProgress(id=request.id, message=str(message), progress=progress, total=total)
+        frame = ToolProgress(id=request.id, message=str(message), progress=progress, total=total)
         runtime = self._started("progress")
         runtime.soon("progress", runtime.queue_progress, request, frame)
 
@@ -117,7 +122,7 @@ class Actions:
         ``async with``). Opened from a request the host cancels, it is
         closed with it. Safe from any thread."""
         runtime = self._started("open_panel")
-        panel = LivePanel(panel_id, runtime.panel_out)
+        panel = runtime.live_panel(panel_id)
         spec = results.panel_spec(results.Panel(panel_id, title, lines, footer))
         runtime.soon("open_panel", runtime.open_live, panel, spec, current.get())
         return panel
@@ -158,14 +163,10 @@ class Actions:
             RuntimeError: not on the SDK's event loop, or before ``run()``.
         """
         runtime = self._started("call_tool")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is not runtime.loop:
+        if not runtime.on_loop():
             raise RuntimeError("call_tool() works in async def handlers, on the SDK's event loop")
-        if self.host is None or ep.CALL_TOOL not in self.host.capabilities:
-            raise CallToolError(
+        if self.host is None or CALL_TOOL not in self.host.capabilities:
+            raise results.CallToolError(
                 "the host does not offer call_tool (its hello_ack does not list it)"
             )
         if not isinstance(name, str) or not name:

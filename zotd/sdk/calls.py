@@ -6,7 +6,10 @@ lists the ``call_tool`` capability; the host answers with a ``tool_result``
 of the same id. :class:`HostCalls` keeps the calls in flight (on the event
 loop): it makes their ids, matches the replies, sends ``call_tool_cancel``
 for a call whose awaiting task is cancelled, and fails every call still
-waiting once the host is gone.
+waiting once the host is gone. Used on the event loop only, so imported
+once the handshake is out (see :mod:`zotd.sdk.runtime`); the error it
+raises, :class:`CallToolError`, lives in :mod:`zotd.sdk.results`, for
+handlers to catch without loading asyncio.
 """
 
 from __future__ import annotations
@@ -18,12 +21,9 @@ from collections.abc import Callable
 import msgspec
 
 from ..protocol import extension as ep
+from .results import CallToolError
 
-
-class CallToolError(RuntimeError):
-    """A tool call through the host could not be made (the host does not
-    offer ``call_tool``, or it went away); a tool that ran and failed is
-    not this, but a result with ``is_error``."""
+__all__ = ["CallToolError", "HostCalls"]
 
 
 class HostCalls:

@@ -5,30 +5,41 @@ tools, observers, guards, panel handlers, kept in a
 :class:`~zotd.sdk.handlers.Handlers`), what handlers call to talk to the
 user, the agent and the host (``notify``, ``progress``, ``open_panel``,
 ``call_tool``, ...: :class:`~zotd.sdk.actions.Actions`), and ``run()``,
-which hands the process's stdio (:mod:`zotd.sdk.stdio`) to the runtime
-(:mod:`zotd.sdk.runtime`) until the host says ``shutdown``.
+which takes over the process's stdio (:mod:`zotd.sdk.stdio`), writes the
+handshake, and hands the rest to the runtime (:mod:`zotd.sdk.runtime`)
+until the host says ``shutdown``.
+
+An extension is ready once it has written ``ready``, and what it imports
+before that is most of what its start costs: importing ``zotd.sdk`` loads
+msgspec, a part of the protocol (its frames, not its decoders) and small
+plain modules. The handshake is built from what the decorators recorded and
+written with a blocking write; only then does ``run()`` import the runtime,
+and asyncio with it (some 25 ms: ``concurrent.futures``, ``logging``,
+``ssl``, ...), while the host reads the handshake. No module imported before
+that may import asyncio; ``tests/e2e/test_sdk_startup.py`` checks it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-import platformdirs
-
-from ..protocol import extension as ep
+from ..protocol.ext_base import EXPOSURES, INTERCEPTABLE, REPLAYS
 from .actions import Actions
 from .guards import BEFORE_AGENT_START
 from .handlers import Command, Guard, Handlers, Tool, ToolMeta
 from .requests import PROGRESS_INTERVAL
-from .runtime import Runtime
 from .schema import Signature, schema_of
 from .stdio import Stdio
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..protocol.host_frames import HelloAck
+    from .runtime import Runtime
 
 __all__ = ["PROGRESS_INTERVAL", "Exposure", "Extension", "Replay"]
 
@@ -66,7 +77,7 @@ class Extension(Actions):
         self.version = version
         #: What the host said in ``hello_ack`` (provider, model, cwd, ...),
         #: once it has said it; ``None`` before.
-        self.host: ep.HelloAck | None = None
+        self.host: HelloAck | None = None
         self._handlers = Handlers()
         self._runtime: Runtime | None = None
 
@@ -152,8 +163,8 @@ class Extension(Actions):
             handler, name = name, None
             return self.tool()(handler)
         for option, value, known in (
-            ("exposure", exposure, ep.EXPOSURES),
-            ("replay", replay, ep.REPLAYS),
+            ("exposure", exposure, EXPOSURES),
+            ("replay", replay, REPLAYS),
         ):
             if value is not None and value not in known:
                 raise ValueError(f"unknown {option} {value!r}: one of {', '.join(sorted(known))}")
@@ -211,10 +222,8 @@ class Extension(Actions):
         or ``None`` to let it be; for ``before_agent_start``, see
         :meth:`before_agent_start`.
         """
-        if event not in ep.INTERCEPTABLE:
-            raise ValueError(
-                f"cannot intercept {event!r}: only {', '.join(sorted(ep.INTERCEPTABLE))}"
-            )
+        if event not in INTERCEPTABLE:
+            raise ValueError(f"cannot intercept {event!r}: only {', '.join(sorted(INTERCEPTABLE))}")
 
         def register(handler: F) -> F:
             self._handlers.guards[event] = Guard(handler)
@@ -262,6 +271,11 @@ class Extension(Actions):
         upgrades: the ``data_dir`` of ``hello_ack`` when the host sends one,
         else ``$ZOT_HOME/data/<name>`` (without ``ZOT_HOME``, zot's default
         home), created (mode 0700) on first use."""
+        # Imported here, not at start: an extension that never asks does not pay.
+        from pathlib import Path
+
+        import platformdirs
+
         if self.host is not None and self.host.data_dir:
             return Path(self.host.data_dir)  # the host made it
         home = os.environ.get("ZOT_HOME")
@@ -276,16 +290,17 @@ class Extension(Actions):
         """Runs the extension until the host says ``shutdown`` or closes stdin."""
         stdio = Stdio(self.log)
         stdio.take_over()
-        self._runtime = Runtime(
-            self.name, self.version, self._handlers, stdio, self.log, self._on_host
-        )
-        try:
-            asyncio.run(self._runtime.main())
-        except KeyboardInterrupt:
-            pass
+        # The handshake first, blocking, before asyncio is imported: the host
+        # reads it while the runtime loads (frames it sends meanwhile wait in
+        # the pipe).
+        stdio.send(self._handlers.opening(self.name, self.version))
+        from .runtime import Runtime  # asyncio, threads, the decoders: see the module
+
+        self._runtime = Runtime(self.name, self._handlers, stdio, self.log, self._on_host)
+        self._runtime.run()
         sys.stderr.flush()
         # Handlers still running in threads are abandoned: the host asked us to go.
         os._exit(0)
 
-    def _on_host(self, frame: ep.HelloAck) -> None:
+    def _on_host(self, frame: HelloAck) -> None:
         self.host = frame

@@ -9,26 +9,23 @@ instead: a ``str`` replaces it whole (``""`` deletes it), ``None`` keeps it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from ..protocol import extension as ep
+from ..protocol.ext_frames import EventInterceptResponse
 
 #: The event whose guard returns a system prompt rather than a verdict.
 BEFORE_AGENT_START = "before_agent_start"
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(msgspec.Struct, frozen=True):
     """A guard's refusal (see :func:`block`)."""
 
     reason: str = ""
 
 
-@dataclass(frozen=True)
-class Rewrite:
+class Rewrite(msgspec.Struct, frozen=True):
     """A guard's change to what it was asked about (see :func:`rewrite` and
     :func:`replace_text`)."""
 
@@ -57,7 +54,7 @@ def replace_text(text: str) -> Rewrite:
     return Rewrite(text=text)
 
 
-def intercept_frame(rid: str, value: Any, event: str = "tool_call") -> ep.EventInterceptResponse:
+def intercept_frame(rid: str, value: Any, event: str = "tool_call") -> EventInterceptResponse:
     """The ``event_intercept_response`` for a guard's return value.
 
     Raises:
@@ -70,8 +67,8 @@ def intercept_frame(rid: str, value: Any, event: str = "tool_call") -> ep.EventI
     if event == BEFORE_AGENT_START:
         return _system_prompt_frame(rid, value)
     if isinstance(value, Block):
-        return ep.EventInterceptResponse(id=rid, block=True, reason=value.reason)
-    frame = ep.EventInterceptResponse(id=rid)
+        return EventInterceptResponse(id=rid, block=True, reason=value.reason)
+    frame = EventInterceptResponse(id=rid)
     if isinstance(value, Rewrite):
         if value.args is not None:
             if event != "tool_call":
@@ -84,8 +81,8 @@ def intercept_frame(rid: str, value: Any, event: str = "tool_call") -> ep.EventI
     return frame
 
 
-def _system_prompt_frame(rid: str, value: Any) -> ep.EventInterceptResponse:
-    frame = ep.EventInterceptResponse(id=rid)
+def _system_prompt_frame(rid: str, value: Any) -> EventInterceptResponse:
+    frame = EventInterceptResponse(id=rid)
     if value is None:
         return frame  # no `system_prompt`: the prompt stays as it is
     if isinstance(value, Block | Rewrite):

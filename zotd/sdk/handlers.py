@@ -4,25 +4,25 @@
 handlers the decorators of :class:`~zotd.sdk.Extension` register; the runtime
 (:mod:`zotd.sdk.runtime`) reads it to dispatch the host's frames, and
 :meth:`Handlers.opening` gives the frames that go out first: ``hello``, the
-registrations, ``subscribe`` and ``ready``. Plain data: no I/O, no event loop.
+registrations, ``subscribe`` and ``ready``. Plain data: no I/O, no event loop
+(imported before the handshake: see :mod:`zotd.sdk.extension`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from ..protocol import extension as ep
+from ..protocol.ext_base import CALL_TOOL, TOOL_CANCEL
+from ..protocol.ext_frames import Hello, Ready, RegisterCommand, RegisterTool, Subscribe
 from .schema import Signature
 
 _encoder = msgspec.json.Encoder()
 
 
-@dataclass
-class Command:
+class Command(msgspec.Struct):
     """A slash command: ``/name``, its handler gets the text after it."""
 
     name: str
@@ -30,8 +30,7 @@ class Command:
     handler: Callable[..., Any]
 
 
-@dataclass(frozen=True)
-class ToolMeta:
+class ToolMeta(msgspec.Struct, frozen=True):
     """A tool's metadata beyond its schema (current zot's ``register_tool``
     fields; see ``Extension.tool``). Empty strings are left to the host's
     defaults."""
@@ -46,20 +45,19 @@ class ToolMeta:
     replay: str = ""
 
 
-@dataclass
-class Tool:
+class Tool(msgspec.Struct):
     """A tool the model can call, with its schema and argument checks."""
 
     name: str
     description: str
     handler: Callable[..., Any]
     signature: Signature
-    meta: ToolMeta = field(default_factory=ToolMeta)
+    meta: ToolMeta = msgspec.field(default_factory=ToolMeta)
 
-    def registration(self) -> ep.RegisterTool:
+    def registration(self) -> RegisterTool:
         """Its ``register_tool`` frame."""
         meta = self.meta
-        frame = ep.RegisterTool(
+        frame = RegisterTool(
             name=self.name,
             description=self.description,
             schema=msgspec.Raw(_encoder.encode(self.signature.schema)),
@@ -76,8 +74,7 @@ class Tool:
         return frame
 
 
-@dataclass
-class Guard:
+class Guard(msgspec.Struct):
     """The guard asked before an event goes ahead."""
 
     handler: Callable[..., Any]
@@ -86,26 +83,17 @@ class Guard:
     spread: bool = False
 
 
-#: The three panel events, by frame type: the key of their handler.
-PANEL_EVENTS: dict[type[msgspec.Struct], str] = {
-    ep.PanelKey: "key",
-    ep.PanelResize: "resize",
-    ep.PanelClose: "close",
-}
-
-
-@dataclass
-class Handlers:
+class Handlers(msgspec.Struct):
     """Everything an extension registered, by what it handles."""
 
-    commands: dict[str, Command] = field(default_factory=dict)
-    tools: dict[str, Tool] = field(default_factory=dict)
+    commands: dict[str, Command] = msgspec.field(default_factory=dict)
+    tools: dict[str, Tool] = msgspec.field(default_factory=dict)
     #: Observers of each lifecycle event, in the order registered.
-    observers: dict[str, list[Callable[..., Any]]] = field(default_factory=dict)
+    observers: dict[str, list[Callable[..., Any]]] = msgspec.field(default_factory=dict)
     #: One guard per interceptable event; the last registered wins.
-    guards: dict[str, Guard] = field(default_factory=dict)
+    guards: dict[str, Guard] = msgspec.field(default_factory=dict)
     #: ``key``, ``resize`` and ``close``: what handles a panel's events.
-    panel: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    panel: dict[str, Callable[..., Any]] = msgspec.field(default_factory=dict)
 
     def capabilities(self) -> list[str]:
         """What ``hello`` says the extension does: informational for the host,
@@ -124,22 +112,19 @@ class Handlers:
             )
             if present
         ]
-        return [*found, "cancel", ep.TOOL_CANCEL, ep.CALL_TOOL]
+        return [*found, "cancel", TOOL_CANCEL, CALL_TOOL]
 
     def opening(self, name: str, version: str) -> list[msgspec.Struct]:
         """The frames sent before any other: ``hello``, the registrations,
         ``subscribe`` (if anything is observed or guarded) and ``ready``."""
         frames: list[msgspec.Struct] = [
-            ep.Hello(name=name, version=version, capabilities=self.capabilities())
+            Hello(name=name, version=version, capabilities=self.capabilities())
         ]
         frames += [
-            ep.RegisterCommand(name=c.name, description=c.description)
-            for c in self.commands.values()
+            RegisterCommand(name=c.name, description=c.description) for c in self.commands.values()
         ]
         frames += [t.registration() for t in self.tools.values()]
         if self.observers or self.guards:
-            frames.append(
-                ep.Subscribe(events=sorted(self.observers), intercept=sorted(self.guards))
-            )
-        frames.append(ep.Ready())
+            frames.append(Subscribe(events=sorted(self.observers), intercept=sorted(self.guards)))
+        frames.append(Ready())
         return frames

@@ -8,20 +8,26 @@ handler redraws it, closes it, and awaits the keys typed into it
 its close come to it, not to ``@ext.on_panel_key`` / ``@ext.on_panel_close``
 (:class:`LivePanels` routes them, on the event loop, in the order they
 came).
+
+Imported before the handshake (see :mod:`zotd.sdk.extension`): no asyncio
+here; the queue a panel's keys wait in is the runtime's to make.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from ..protocol import extension as ep
+import msgspec
+
+from ..protocol.ext_frames import PanelClose, PanelRender
+
+if TYPE_CHECKING:
+    import asyncio
 
 
-@dataclass(frozen=True)
-class KeyPress:
+class KeyPress(msgspec.Struct, frozen=True):
     """A key the user pressed in a panel: ``key`` names it (``up``,
     ``enter``, ``escape``, ``a``, ...), ``text`` is what it types (may be ``""``)."""
 
@@ -42,14 +48,18 @@ class LivePanel:
         panel_id: its id, carried by its events.
         send: sends one of its frames, from any thread; on the loop, drops
             it once the panel is closed (the runtime's ``panel_out``).
+        keys: where its keys wait (an empty queue; ``None`` once it is closed).
     """
 
     def __init__(
-        self, panel_id: str, send: Callable[[LivePanel, ep.PanelRender | ep.PanelClose], None]
+        self,
+        panel_id: str,
+        send: Callable[[LivePanel, PanelRender | PanelClose], None],
+        keys: asyncio.Queue[KeyPress | None],
     ) -> None:
         self.id = panel_id
         self._send = send
-        self._keys: asyncio.Queue[KeyPress | None] = asyncio.Queue()
+        self._keys = keys
         #: Closed (by either side): no more keys will come.
         self.closed = False
 
@@ -85,11 +95,11 @@ class LivePanel:
     def render(self, *, title: str = "", lines: Sequence[str] | str = (), footer: str = "") -> None:
         """Redraws it whole (what is left out is blank); any thread."""
         lines = lines.splitlines() if isinstance(lines, str) else [str(line) for line in lines]
-        self._send(self, ep.PanelRender(panel_id=self.id, title=title, lines=lines, footer=footer))
+        self._send(self, PanelRender(panel_id=self.id, title=title, lines=lines, footer=footer))
 
     def close(self) -> None:
         """Closes it (once; later calls do nothing); any thread."""
-        self._send(self, ep.PanelClose(panel_id=self.id))
+        self._send(self, PanelClose(panel_id=self.id))
 
     # --- on the loop, from LivePanels -------------------------------------------------
 
@@ -128,16 +138,21 @@ class LivePanels:
         if panel is not None:
             panel.ended()
 
-    def route(self, frame: ep.PanelKey | ep.PanelResize | ep.PanelClose) -> bool:
-        """Gives a host's panel event to its live panel; ``False`` if it has none."""
-        panel = self._open.get(frame.panel_id)
-        if panel is None or isinstance(frame, ep.PanelResize):
+    def key(self, panel_id: str, key: str, text: str) -> bool:
+        """A key the host says was pressed in ``panel_id``, given to its live
+        panel; ``False`` if it has none."""
+        panel = self._open.get(panel_id)
+        if panel is None:
             return False
-        if isinstance(frame, ep.PanelKey):
-            panel.pressed(KeyPress(frame.key, frame.text))
-        else:
-            del self._open[frame.panel_id]
-            panel.ended()
+        panel.pressed(KeyPress(key, text))
+        return True
+
+    def closed(self, panel_id: str) -> bool:
+        """The host closed ``panel_id``: its live panel ends; ``False`` if it has none."""
+        panel = self._open.pop(panel_id, None)
+        if panel is None:
+            return False
+        panel.ended()
         return True
 
     def end_all(self) -> None:

@@ -6,19 +6,23 @@ variable :data:`current` (copied into the worker thread): that is how
 ``ext.progress()`` knows its call and ``ext.cancelled()`` its request. A
 tool call's progress updates are merged here: at most one ``tool_progress``
 every :data:`PROGRESS_INTERVAL` seconds, the latest one.
+
+Imported before the handshake (see :mod:`zotd.sdk.extension`): asyncio's
+names here are annotations only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from ..protocol import extension as ep
+from ..protocol.ext_frames import ToolProgress
+
+if TYPE_CHECKING:
+    import asyncio
 
 #: Seconds between two ``tool_progress`` frames of one call; updates made in
 #: between are merged (the latest is sent when the time comes, or just
@@ -28,8 +32,7 @@ PROGRESS_INTERVAL = 0.05
 Kind = Literal["tool", "command", "intercept"]
 
 
-@dataclass(eq=False)
-class Request:
+class Request(msgspec.Struct, eq=False):
     """A request of the host being handled: ``tool``, ``command`` or ``intercept``.
 
     ``cancelled`` is set on the loop and read from any thread; the rest is
@@ -43,11 +46,11 @@ class Request:
     #: Answered or cancelled: nothing more goes out for it.
     finished: bool = False
     #: The latest progress not sent yet, its timer, and when the next may go.
-    progress: ep.ToolProgress | None = None
+    progress: ToolProgress | None = None
     timer: asyncio.TimerHandle | None = None
     next_progress: float = 0.0
     #: What to undo if the host cancels it (close the panels it opened).
-    on_cancel: list[Callable[[], None]] = field(default_factory=list)
+    on_cancel: list[Callable[[], None]] = msgspec.field(default_factory=list)
 
     def finish(self) -> None:
         """Nothing more goes out for it: drops the progress not sent yet."""
@@ -59,7 +62,7 @@ class Request:
 
     def queue_progress(
         self,
-        frame: ep.ToolProgress,
+        frame: ToolProgress,
         loop: asyncio.AbstractEventLoop,
         send: Callable[[msgspec.Struct], None],
     ) -> None:

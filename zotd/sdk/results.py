@@ -8,26 +8,30 @@ Slash commands return one of :func:`prompt`, :func:`insert`, :func:`display`,
 to activate); anything else is sent as JSON text (and, for a tool with an
 output schema, as its structured content too). What guards return is in
 :mod:`zotd.sdk.guards`; :class:`CallResult` is what ``ext.call_tool()``
-gives back.
+gives back, and :class:`CallToolError` what it raises when no call can be
+made.
+
+Imported before the handshake (see :mod:`zotd.sdk.extension`): no asyncio,
+and ``base64`` only once an image is sent or received.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..protocol import extension as ep
+from ..protocol.ext_base import Block, ImageBlock, PanelSpec, TextBlock
+from ..protocol.ext_frames import CommandResponse, PanelRender, ToolResult
+
+if TYPE_CHECKING:
+    from ..protocol.host_frames import HostToolResult
 
 # --- slash commands -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Panel:
+class Panel(msgspec.Struct, frozen=True):
     """A panel: a box of text lines the user sees beside the conversation,
     and sends keys to, until it is closed.
 
@@ -44,8 +48,7 @@ class Panel:
     footer: str = ""
 
 
-@dataclass(frozen=True)
-class Response:
+class Response(msgspec.Struct, frozen=True):
     """A slash command's answer: ``action`` is prompt, insert, display,
     tool_prompt or noop; ``panel``, if set, is opened as well.
     ``tool_name`` and ``tool_args`` go with ``tool_prompt``."""
@@ -112,14 +115,12 @@ def _lines(lines: Sequence[str] | str) -> list[str]:
     return [line if isinstance(line, str) else str(line) for line in lines]
 
 
-def panel_spec(panel: Panel) -> ep.PanelSpec:
+def panel_spec(panel: Panel) -> PanelSpec:
     """The ``open_panel`` object of a :class:`Panel`."""
-    return ep.PanelSpec(
-        id=panel.id, title=panel.title, lines=_lines(panel.lines), footer=panel.footer
-    )
+    return PanelSpec(id=panel.id, title=panel.title, lines=_lines(panel.lines), footer=panel.footer)
 
 
-def command_frame(rid: str, value: Any) -> ep.CommandResponse:
+def command_frame(rid: str, value: Any) -> CommandResponse:
     """The ``command_response`` for a handler's return value."""
     if value is None:
         value = noop()
@@ -128,13 +129,13 @@ def command_frame(rid: str, value: Any) -> ep.CommandResponse:
     elif isinstance(value, Panel):
         value = noop(panel=value)
     if not isinstance(value, Response):
-        return ep.CommandResponse(
+        return CommandResponse(
             id=rid,
             action="noop",
             error=f"the command returned {type(value).__name__}, not a response "
             "(use prompt(), insert(), display(), tool_prompt(), noop(), error() or a Panel)",
         )
-    frame = ep.CommandResponse(id=rid, action=value.action, error=value.error)
+    frame = CommandResponse(id=rid, action=value.action, error=value.error)
     if value.action in ("prompt", "insert", "display"):
         setattr(frame, value.action, value.text)
     elif value.action == "tool_prompt":
@@ -146,9 +147,9 @@ def command_frame(rid: str, value: Any) -> ep.CommandResponse:
     return frame
 
 
-def render_frame(panel: Panel) -> ep.PanelRender:
+def render_frame(panel: Panel) -> PanelRender:
     """The ``panel_render`` that redraws ``panel``."""
-    return ep.PanelRender(
+    return PanelRender(
         panel_id=panel.id, title=panel.title, lines=_lines(panel.lines), footer=panel.footer
     )
 
@@ -156,16 +157,14 @@ def render_frame(panel: Panel) -> ep.PanelRender:
 # --- tools ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Image:
+class Image(msgspec.Struct, frozen=True):
     """An image for the model: raw bytes and their MIME type (base64 is done for you)."""
 
     data: bytes
     mime_type: str = "image/png"
 
 
-@dataclass(frozen=True)
-class Markdown:
+class Markdown(msgspec.Struct, frozen=True):
     """A text block shown to the user as Markdown (the model reads it as it is)."""
 
     text: str
@@ -174,8 +173,7 @@ class Markdown:
 Content = str | Image | Markdown
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(msgspec.Struct, frozen=True):
     """A tool's result in full.
 
     Attributes:
@@ -186,14 +184,13 @@ class Result:
         activate_tools: deferred tools this result makes available.
     """
 
-    content: Sequence[Content] | Content = field(default_factory=list)
+    content: Sequence[Content] | Content = msgspec.field(default_factory=list)
     is_error: bool = False
     structured: Any = None
     activate_tools: Sequence[str] = ()
 
 
-@dataclass(frozen=True)
-class CallResult(Result):
+class CallResult(Result, frozen=True):
     """What a tool called with ``ext.call_tool()`` gave back: its blocks
     (``str``, :class:`Markdown` and :class:`Image`), ``is_error``,
     ``truncated`` (the host cut it to its size limit) and ``structured``.
@@ -210,22 +207,30 @@ class CallResult(Result):
         )
 
 
+class CallToolError(RuntimeError):
+    """A tool call through the host could not be made (the host does not
+    offer ``call_tool``, or it went away); a tool that ran and failed is
+    not this, but a result with ``is_error``."""
+
+
 def tool_error(message: str) -> Result:
     """A result that tells the model the call failed, and why."""
     return Result([message], is_error=True)
 
 
-def _block(item: Any) -> ep.Block:
+def _block(item: Any) -> Block:
     if isinstance(item, str):
-        return ep.TextBlock(item)
+        return TextBlock(item)
     if isinstance(item, Markdown):
-        return ep.TextBlock(item.text, format="markdown")
+        return TextBlock(item.text, format="markdown")
     if isinstance(item, Image):
-        return ep.ImageBlock(mime_type=item.mime_type, data=base64.b64encode(item.data).decode())
-    return ep.TextBlock(msgspec.json.encode(item).decode())
+        import base64  # loaded with asyncio by now: not before the handshake
+
+        return ImageBlock(mime_type=item.mime_type, data=base64.b64encode(item.data).decode())
+    return TextBlock(msgspec.json.encode(item).decode())
 
 
-def tool_frame(rid: str, value: Any, *, structured: bool = False) -> ep.ToolResult:
+def tool_frame(rid: str, value: Any, *, structured: bool = False) -> ToolResult:
     """The ``tool_result`` for a handler's return value; ``structured``: the
     tool declared an output schema, so a value that is not content (see
     the module) is its structured content as well as its text."""
@@ -233,30 +238,33 @@ def tool_frame(rid: str, value: Any, *, structured: bool = False) -> ep.ToolResu
         items = (
             [value.content] if isinstance(value.content, str | Image | Markdown) else value.content
         )
-        frame = ep.ToolResult(id=rid, content=[_block(i) for i in items], is_error=value.is_error)
+        frame = ToolResult(id=rid, content=[_block(i) for i in items], is_error=value.is_error)
         if value.structured is not None:
             frame.structured_content = msgspec.Raw(msgspec.json.encode(value.structured))
         frame.activate_tools = list(value.activate_tools)
         return frame
     if value is None:
-        return ep.ToolResult(id=rid, content=[])
+        return ToolResult(id=rid, content=[])
     if isinstance(value, str | Image | Markdown):
-        return ep.ToolResult(id=rid, content=[_block(value)])
+        return ToolResult(id=rid, content=[_block(value)])
     if structured:
         data = msgspec.json.encode(value)
-        return ep.ToolResult(
-            id=rid, content=[ep.TextBlock(data.decode())], structured_content=msgspec.Raw(data)
+        return ToolResult(
+            id=rid, content=[TextBlock(data.decode())], structured_content=msgspec.Raw(data)
         )
     if isinstance(value, list | tuple):
-        return ep.ToolResult(id=rid, content=[_block(i) for i in value])
-    return ep.ToolResult(id=rid, content=[_block(value)])
+        return ToolResult(id=rid, content=[_block(i) for i in value])
+    return ToolResult(id=rid, content=[_block(value)])
 
 
-def call_result(frame: ep.HostToolResult) -> CallResult:
+def call_result(frame: HostToolResult) -> CallResult:
     """The :class:`CallResult` of the host's reply to a ``call_tool``."""
+    import base64  # loaded with asyncio by now: not before the handshake
+    import binascii
+
     content: list[Content] = []
     for block in frame.content:
-        if isinstance(block, ep.TextBlock):
+        if isinstance(block, TextBlock):
             content.append(Markdown(block.text) if block.format == "markdown" else block.text)
             continue
         try:

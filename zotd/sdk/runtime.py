@@ -1,11 +1,14 @@
 """The SDK's runtime: the host's frames dispatched to the extension's handlers.
 
-:meth:`Runtime.main` runs on an asyncio loop (no trio, no daemon code): it
-sends the opening frames (``hello``, the registrations, ``subscribe``,
-``ready``), then answers every frame in a task of its own (plain functions
-run in a worker thread), so a slow tool never holds up another call, a guard
-or ``shutdown``; writes each reply whole, from the event loop only; answers
-``shutdown`` with ``shutdown_ack`` and returns.
+:meth:`Runtime.run` runs :meth:`Runtime.main` on an asyncio loop (no trio,
+no daemon code), once ``Extension.run()`` has written the opening frames
+(``hello``, the registrations, ``subscribe``, ``ready``): this module, and
+asyncio with it, is imported only then, so that an extension is ready
+without paying for them (:mod:`zotd.sdk.extension`). It answers every
+frame in a task of its own (plain functions run in a worker thread), so a
+slow tool never holds up another call, a guard or ``shutdown``; writes each
+reply whole, from the event loop only; answers ``shutdown`` with
+``shutdown_ack`` and returns.
 
 A request is a :class:`~zotd.sdk.requests.Request`, known by id while it
 runs. A ``cancel`` from the host (or current zot's ``tool_cancel``, the same
@@ -14,7 +17,8 @@ it opened, and nothing is sent for it afterwards. Panel events are handled
 one at a time, in order; those of a panel a handler opened itself go to
 its :class:`~zotd.sdk.panels.LivePanel`. The extension's own tool calls
 (``call_tool``) wait in :class:`~zotd.sdk.calls.HostCalls` for their
-``tool_result``.
+``tool_result``. What handlers' actions reach on the loop (writing a frame,
+panels, progress) is its base, :class:`~zotd.sdk.bridge.Bridge`.
 """
 
 from __future__ import annotations
@@ -34,9 +38,10 @@ import msgspec
 from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
 from . import guards, results
+from .bridge import Bridge
 from .calls import HostCalls
-from .handlers import PANEL_EVENTS, Handlers
-from .panels import LivePanel, LivePanels
+from .handlers import Handlers
+from .reader import Reader
 from .requests import Kind, Request, current
 from .schema import ArgumentError
 from .stdio import Stdio
@@ -44,19 +49,25 @@ from .stdio import Stdio
 #: Plain-function handlers that may run at once.
 HANDLER_THREADS = 256
 
+#: The three panel events, by frame type: the key of their handler.
+PANEL_EVENTS: dict[type[msgspec.Struct], str] = {
+    ep.PanelKey: "key",
+    ep.PanelResize: "resize",
+    ep.PanelClose: "close",
+}
+
 _encoder = msgspec.json.Encoder()
 
 _Work = Callable[[Request], Coroutine[Any, Any, None]]
 
 
-class Runtime:
+class Runtime(Bridge):
     """One run of an extension: its loop, its tasks and the requests in flight.
 
     Args:
-        name: the extension's name (``hello``; its worker threads' prefix).
-        version: its version (``hello``).
+        name: the extension's name (its worker threads' prefix).
         handlers: what it registered.
-        stdio: where its frames' lines come and go.
+        stdio: where its frames' lines come and go (the handshake written).
         log: writes a line to its log (stderr).
         on_host: given the host's ``hello_ack``.
     """
@@ -64,31 +75,36 @@ class Runtime:
     def __init__(
         self,
         name: str,
-        version: str,
         handlers: Handlers,
         stdio: Stdio,
         log: Callable[..., None],
         on_host: Callable[[ep.HelloAck], None],
     ) -> None:
+        super().__init__(stdio)
         self.name = name
-        self.version = version
         self.handlers = handlers
         self.log = log
-        self._stdio = stdio
+        assert stdio.stdin is not None, "stdio.take_over() first"
+        self._reader = Reader(stdio.stdin, log)
         self._on_host = on_host
-        self.loop: asyncio.AbstractEventLoop | None = None
         #: The host's ``hello_ack``, once it came.
         self.host: ep.HelloAck | None = None
         self.calls = HostCalls(self.send)
-        self.live_panels = LivePanels()
         self._tasks: set[asyncio.Task[None]] = set()
         self._requests: dict[str, Request] = {}
         self._panel_lock = asyncio.Lock()
         self._executor: ThreadPoolExecutor | None = None
 
+    def run(self) -> None:
+        """Runs :meth:`main` on a new event loop (Ctrl+C ends it quietly)."""
+        try:
+            asyncio.run(self.main())
+        except KeyboardInterrupt:
+            pass
+
     async def main(self) -> None:
         """Speaks the protocol until ``shutdown``, or until stdin is closed and
-        every request asked has been answered."""
+        every request asked has been answered (the handshake is out already)."""
         self.loop = asyncio.get_running_loop()
         # Plain-function handlers each get a thread: many slow tools must not
         # starve a guard (which has 5 s) or the rest of the calls.
@@ -97,11 +113,9 @@ class Runtime:
         self._executor = ThreadPoolExecutor(
             max_workers=HANDLER_THREADS, thread_name_prefix=self.name
         )
-        await self._stdio.open()
-        for frame in self.handlers.opening(self.name, self.version):
-            self.send(frame)
+        await self._reader.open()
         while True:
-            line = await self._stdio.readline()
+            line = await self._reader.readline()
             if not line:
                 # The host closed stdin: finish what was asked, then go
                 # (what waits for the host now never gets it).
@@ -143,7 +157,7 @@ class Runtime:
             for handler in self.handlers.observers.get(frame.event, ()):
                 self._spawn(self._observe(handler, line))
         elif isinstance(frame, ep.PanelKey | ep.PanelResize | ep.PanelClose):
-            if self.live_panels.route(frame):
+            if self.to_live_panel(frame):
                 return False
             on_panel = self.handlers.panel.get(PANEL_EVENTS[type(frame)])
             if on_panel is not None:
@@ -295,50 +309,7 @@ class Runtime:
             self._executor, functools.partial(context.run, handler, *args, **kwargs)
         )
 
-    # --- writing --------------------------------------------------------------------------
-
-    def send(self, frame: msgspec.Struct) -> None:
-        """Writes ``frame``; only ever called on the event loop's thread: one
-        frame, one write loop, never interleaved with another."""
-        try:
-            line = _encoder.encode(frame) + b"\n"
-        except Exception:  # a notify() with text that is not valid Unicode, say
-            self._report("encoding a frame")
-            return
-        self._stdio.write(line)
-
-    def open_live(self, panel: LivePanel, spec: ep.PanelSpec, request: Request | None) -> None:
-        """On the loop: opens ``panel`` (for ``request``, which closes it if cancelled)."""
-        if request is not None:
-            if request.cancelled:
-                panel.ended()  # too late: the host gave up the call
-                return
-            request.on_cancel.append(panel.close)
-        self.live_panels.opened(panel)
-        self.send(ep.OpenPanel(panel=spec))
-
-    def panel_out(self, panel: LivePanel, frame: ep.PanelRender | ep.PanelClose) -> None:
-        """Sends a live panel's redraw or close (from any thread); nothing
-        once it is closed."""
-
-        def out() -> None:
-            if panel.closed:
-                return
-            if isinstance(frame, ep.PanelClose):
-                self.live_panels.closing(panel)
-            self.send(frame)
-
-        self.soon("panel", out)
-
-    def close_panel(self, panel_id: str) -> None:
-        """On the loop: ``ext.close_panel()`` (a live panel's waiters see it closed)."""
-        self.live_panels.close_id(panel_id)
-        self.send(ep.PanelClose(panel_id=panel_id))
-
-    def queue_progress(self, request: Request, frame: ep.ToolProgress) -> None:
-        """On the loop: sends ``frame`` for ``request`` now, or merged, later."""
-        assert self.loop is not None
-        request.queue_progress(frame, self.loop, self.send)
+    # --- answering --------------------------------------------------------------------------
 
     def _answer(
         self,
@@ -361,23 +332,6 @@ class Runtime:
             self._report("encoding a reply")
             line = _encoder.encode(instead(_describe(exc))) + b"\n"
         self._stdio.write(line)
-
-    def soon(self, what: str, do: Callable[..., None], *args: Any) -> None:
-        """Runs ``do(*args)`` on the event loop: now if called there, else soon."""
-        loop = self.loop
-        if loop is None:
-            raise RuntimeError(f"{what}() works once run() has started")
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            do(*args)
-            return
-        try:
-            loop.call_soon_threadsafe(do, *args)
-        except RuntimeError:
-            pass  # the loop is closed: the extension is leaving
 
     def _report(self, what: str) -> None:
         self.log(f"{what} failed:")

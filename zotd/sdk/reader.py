@@ -1,0 +1,49 @@
+"""The host's lines, read on the event loop.
+
+:class:`Reader` reads the real stdin :class:`~zotd.sdk.stdio.Stdio` kept,
+one line at a time, with asyncio; a line over :data:`MAX_LINE` is dropped
+and logged. Imported once the handshake is out (see :mod:`zotd.sdk.runtime`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import BinaryIO
+
+#: The longest line read from the host.
+MAX_LINE = 16 * 1024 * 1024
+
+
+class Reader:
+    """Reads the frames' lines from the host.
+
+    Args:
+        stdin: the real stdin (a pipe, or a regular file when someone tries
+            the extension by hand).
+        log: writes a line to the extension's log (its stderr).
+    """
+
+    def __init__(self, stdin: BinaryIO, log: Callable[..., None]) -> None:
+        self._in = stdin
+        self._log = log
+        self._reader: asyncio.StreamReader | None = None
+
+    async def open(self) -> None:
+        """Starts reading stdin on the running loop."""
+        loop = asyncio.get_running_loop()
+        reader = self._reader = asyncio.StreamReader(limit=MAX_LINE)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._in)
+        except ValueError:  # a regular file: someone trying the extension by hand
+            reader.feed_data(self._in.read())
+            reader.feed_eof()
+
+    async def readline(self) -> bytes:
+        """The next line from the host, with its newline; ``b""`` once stdin is closed."""
+        assert self._reader is not None, "open() first"
+        while True:
+            try:
+                return await self._reader.readline()
+            except ValueError:  # a line over MAX_LINE
+                self._log("dropped a line longer than", MAX_LINE, "bytes")
