@@ -427,6 +427,7 @@ ROWS = [
         "ms",
         "sdk.ready",
         ("raw extension", "raw.ready", "over"),
+        ("<=", 1.4),
     ),
     Row("RSS, 50 extensions, idle", "MiB", "rss.idle", None, ("<", 60.0)),
     Row("RSS, 50 extensions, load", "MiB", "rss.load", None, ("<", 60.0)),
