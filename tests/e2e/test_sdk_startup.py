@@ -165,6 +165,7 @@ def run_spied(tmp: Path, source: str, host: list[dict[str, Any]]) -> tuple[list[
                 process.wait()
     log = (tmp / "stderr.log").read_text(errors="replace")
     assert code == 0, log
+    assert "skipped" not in log and "failed" not in log, log
     return [json.loads(line) for line in frames_path.read_bytes().splitlines()], report
 
 
@@ -178,7 +179,14 @@ def imports(report: Path) -> tuple[set[str], set[str]]:
     return before, after
 
 
-HELLO_ACK = {"type": "hello_ack", "protocol_version": 1, "zot_version": "test", "cwd": "/"}
+HELLO_ACK = {
+    "type": "hello_ack",
+    "protocol_version": 1,
+    "zot_version": "test",
+    "provider": "",
+    "model": "",
+    "cwd": "/",
+}
 
 
 def test_the_handshake_is_written_before_asyncio_is_imported(tmp_path: Path) -> None:
