@@ -101,7 +101,7 @@ from .agent_requests import (
     Status,
     Subscribe,
 )
-from .frames import FrameDecoder, UnknownFrame, tags_of
+from .frames import FrameDecoder, tags_of
 
 __all__ = [
     "CallData",
@@ -179,6 +179,7 @@ __all__ = [
     "WorkspaceStatus",
     "decode_reply",
     "decode_request",
+    "decode_requests",
     "decode_server_frame",
     "encode",
     "event_payload",
@@ -251,6 +252,7 @@ class RawResponse(msgspec.Struct, tag_field="type", tag="response", gc=False):
 # --- encode / decode ----------------------------------------------------------
 
 _encoder = msgspec.json.Encoder()
+_encode = _encoder.encode
 _request_decoder: FrameDecoder[Request] = FrameDecoder(Request, tags_of(Request))
 _server_frame_decoder: msgspec.json.Decoder[Response | Push] = msgspec.json.Decoder(Response | Push)
 _reply_decoder: msgspec.json.Decoder[RawResponse | Push] = msgspec.json.Decoder(RawResponse | Push)
@@ -264,8 +266,8 @@ def encode(frame: msgspec.Struct) -> bytes:
 
 
 def ok(id: Id | None, command: str, data: msgspec.Struct) -> bytes:
-    """A successful response, encoded."""
-    return encode(Response(id=id, command=command, success=True, data=data))
+    """A successful response, encoded (the path of every reply: positional, inline)."""
+    return _encode(Response(id, command, True, data)) + b"\n"
 
 
 def fail(id: Id | None, command: str | None, code: str, message: str) -> bytes:
@@ -273,9 +275,13 @@ def fail(id: Id | None, command: str | None, code: str, message: str) -> bytes:
     return encode(Response(id=id, command=command, success=False, error=ErrorBody(code, message)))
 
 
-def decode_request(line: bytes) -> Request | UnknownFrame:
-    """Decodes a request line. Raises :class:`~.frames.FrameError`."""
-    return _request_decoder.decode(line)
+#: Decodes a request line; raises :class:`~.frames.FrameError`. (The
+#: decoder's own method: no call in between, on the path of every request.)
+decode_request = _request_decoder.decode
+
+#: Decodes a read's worth of request lines at once, or gives ``None``
+#: (then decode them one by one); see :meth:`~.frames.FrameDecoder.decode_all`.
+decode_requests = _request_decoder.decode_all
 
 
 def event_payload(line: bytes) -> dict[str, msgspec.Raw]:

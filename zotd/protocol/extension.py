@@ -131,6 +131,7 @@ __all__ = [
     "ToolProgress",
     "ToolResult",
     "decode_extension_frame",
+    "decode_extension_frames",
     "decode_host_frame",
     "encode",
     "encode_event",
@@ -182,6 +183,11 @@ def event_intercept_maker(payload: dict[str, msgspec.Raw]) -> Callable[[str], by
 def decode_extension_frame(line: bytes) -> ExtensionFrame | UnknownFrame:
     """Decodes a line an extension wrote. Raises :class:`~.frames.FrameError`."""
     return _extension_decoder.decode(line)
+
+
+#: Decodes a read's worth of an extension's lines at once, or gives ``None``
+#: (then decode them one by one); see :meth:`~.frames.FrameDecoder.decode_all`.
+decode_extension_frames = _extension_decoder.decode_all
 
 
 def decode_host_frame(line: bytes) -> HostFrame | UnknownFrame:

@@ -15,7 +15,8 @@ daemon treats each differently:
 from __future__ import annotations
 
 import typing
-from typing import Any, Generic, TypeVar
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar, cast
 
 import msgspec
 
@@ -90,6 +91,27 @@ class FrameDecoder(Generic[T]):
         except RecursionError:
             raise FrameError(_TOO_DEEP) from None
 
+    def decode_all(self, lines: Sequence[object]) -> list[T] | None:
+        """The frames of many lines (a read's worth), decoded in one go; or
+        ``None`` when they cannot all be (a line that is blank, not ASCII,
+        not a known frame, or not a line at all: an ``Oversized`` marker,
+        say), and then each line is for :meth:`decode`, which says why.
+
+        One call into msgspec for the whole read, instead of one per line:
+        on the path of every frame.
+        """
+        try:
+            data = b"\n".join(cast("Sequence[bytes]", lines))
+        except TypeError:  # (one is not bytes: a marker)
+            return None
+        if not data.isascii():  # (see `decode`: the UTF-8 of what msgspec skips)
+            return None
+        try:
+            frames: list[T] = self._decoder.decode_lines(data)
+        except (msgspec.DecodeError, RecursionError):  # (ValidationError included)
+            return None
+        return frames if len(frames) == len(lines) else None  # (a blank line skipped)
+
     def _id_and_type(self, line: bytes) -> tuple[Any, str | None]:
         # Best effort, for the error reply to a line that is not valid JSON.
         try:
@@ -148,7 +170,14 @@ def tags_of(*types: Any) -> frozenset[str]:
 
 def is_json_object(raw: msgspec.Raw) -> bool:
     """Whether raw JSON text is an object (cheap: looks at the first byte)."""
-    first = bytes(memoryview(raw)[:1])
-    if first.isspace():
+    view = memoryview(raw)
+    if not view:
+        return False
+    first = view[0]
+    if first in _JSON_SPACE:
         return bytes(raw).lstrip()[:1] == b"{"
-    return first == b"{"
+    return first == 0x7B  # {
+
+
+#: The bytes of JSON's whitespace.
+_JSON_SPACE = frozenset(b" \t\r\n")

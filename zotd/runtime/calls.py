@@ -35,6 +35,7 @@ from ..model.metrics import COUNTED, Ending
 from ..protocol import extension as ep
 from .link import R
 from .pending import PendingTable, Slot, given_up
+from .status import RUNNING
 from .streams import Outbox
 
 if TYPE_CHECKING:
@@ -170,22 +171,24 @@ class Calls:
         is no longer wanted. Raises :class:`RequestError` if the extension is
         not running, or is stuck.
         """
-        outbox, rid = self._next_request()
+        # (`_next_request`, inline: this is the hot path)
+        outbox, ext, pending = self.outbox, self._ext, self.pending
+        if outbox is None or ext.state not in RUNNING:  # (`ext.up`)
+            raise extension_failed(f"extension {ext.name!r} is {ext.state}")
+        rid = pending.ids.next()
         frame = make(rid)
         if outbox.blocked and (
             len(outbox) >= self._queue or outbox.unwritten + len(frame) > self._queue_bytes
         ):
             raise self._stuck(outbox)
         try:
-            outbox.put_nowait(frame, alone=alone and not self.pending, force=True, key=rid)
+            outbox.put_nowait(frame, alone=alone and not pending, force=True, key=rid)
         except trio.BrokenResourceError:
-            raise extension_failed(
-                f"extension {self._ext.name!r} stopped reading its stdin"
-            ) from None
+            raise extension_failed(f"extension {ext.name!r} stopped reading its stdin") from None
         slot: Slot[R, ep.ToolProgress] = Slot(expect, callback, progress=progress)
         if expect in COUNTED:  # (not a keyword argument: this is the hot path)
-            slot.counters = self._ext.metrics
-        self.pending.add(rid, slot, timeout)
+            slot.counters = ext.metrics
+        pending.add(rid, slot, timeout)
         return rid
 
     def _stuck(self, outbox: Outbox) -> RequestError:

@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 #: The supervisor's logger: what zotd logs about an extension has one name.
 log = logging.getLogger("zotd.runtime.extension")
 
-_REFUSED = Phase.REFUSED  # (a global: faster than the enum's attribute, on every line)
+_REFUSED = Phase.REFUSED  # (globals: faster than the enum's attributes, on every line)
+_READY = Phase.READY
+_TOOL_RESULT = ep.ToolResult
 
 #: While over its noise budget, the reader pauses this long after every
 #: :data:`~zotd.model.noise.PAUSE_EVERY` dropped lines.
@@ -63,6 +65,7 @@ NOISE_PAUSE = 0.01
 MAX_OUT_OF_ORDER = 16
 
 Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
+_REPLIES = (ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
 
 
 class Inbox:
@@ -137,38 +140,59 @@ class Inbox:
         routed first: routing never waits), and ``done`` is set all the same.
         Closing the stream is the caller's.
         """
-        noise = self.noise
+        noise, handshake = self.noise, self.handshake
+        decode_all = ep.decode_extension_frames
         try:
             async for lines in LineReader(stdout, self._max):
                 now = trio.current_time()  # when these lines came: all at once
-                for line in lines:
-                    if isinstance(line, Oversized):
-                        if self._noisy():
-                            self._ext.note(
-                                f"dropped a {line.size}-byte line: longer than the "
-                                f"{self._max}-byte frame limit"
-                            )
-                    elif line and not line.isspace():
-                        self.on_line(line, now)
+                # Ready, every line a frame (the usual case): decoded at once,
+                # and a reply goes straight to its request (the handshake
+                # passes replies on once ready).
+                frames = decode_all(lines) if handshake.phase is _READY else None
+                if frames is None:
+                    self._one_by_one(lines, now)
+                else:
+                    for frame in frames:
+                        if type(frame) is _TOOL_RESULT and handshake.phase is _READY:
+                            self._on_reply(frame)
+                        else:
+                            self._route(frame, now)
                 if noise.pause_due():
                     await trio.sleep(NOISE_PAUSE)
         finally:
             done.set()
 
+    def _one_by_one(self, lines: list[bytes | Oversized], now: float) -> None:
+        for line in lines:
+            if isinstance(line, Oversized):
+                if self._noisy():
+                    self._ext.note(
+                        f"dropped a {line.size}-byte line: longer than the "
+                        f"{self._max}-byte frame limit"
+                    )
+            elif line and not line.isspace():
+                self.on_line(line, now)
+
     def on_line(self, line: bytes, now: float) -> None:
         """Routes one line of its stdout, read at ``now`` (trio time)."""
         if self.handshake.phase is _REFUSED:
-            return  # it is being killed; nothing it says counts
+            return  # (as below: before decoding it)
         try:
             frame = ep.decode_extension_frame(line)
         except FrameError as exc:
             self._on_bad_frame(exc, line)
             return
+        self._route(frame, now)
+
+    def _route(self, frame: ep.ExtensionFrame | UnknownFrame, now: float) -> None:
+        """Does what the handshake says with a frame, or routes it."""
+        if self.handshake.phase is _REFUSED:
+            return  # it is being killed; nothing it says counts
         action = self.handshake.receive(frame, now)
         if action is not DELIVER:
             self._recorded(frame, action, now)
             self._carry_out(action)
-        elif isinstance(frame, ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse):
+        elif isinstance(frame, _REPLIES):
             self._on_reply(frame)
         elif isinstance(frame, ep.Notify):
             if self._noisy():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable
 from typing import Any, Generic, NoReturn, TypeVar
 
@@ -53,13 +54,23 @@ _FAILED_AS: dict[str, Ending] = {
 }
 
 
-def _clock() -> Callable[[], float]:
-    """The current run's clock's ``current_time`` (what ``trio.current_time``
-    calls), or ``trio.current_time`` itself outside a run."""
+def _clock() -> tuple[Callable[[], float], float]:
+    """The current run's clock as a reading and an offset, whose sum is trio
+    time: for trio's own clock (``perf_counter() + offset``) the C function
+    itself, read without a Python call in between; for another (a test's
+    ``MockClock``) its ``current_time``; outside a run ``trio.current_time``."""
     try:
-        return trio.lowlevel.current_clock().current_time
+        clock = trio.lowlevel.current_clock()
     except RuntimeError:
-        return trio.current_time
+        return trio.current_time, 0.0
+    offset = getattr(clock, "offset", None)
+    if (
+        type(clock).__name__ == "SystemClock"
+        and isinstance(offset, float)
+        and abs(time.perf_counter() + offset - clock.current_time()) < 0.01  # (what it is)
+    ):
+        return time.perf_counter, offset
+    return clock.current_time, 0.0
 
 
 def given_up(deadline: float) -> Ending:
@@ -144,8 +155,8 @@ class Slot(Generic[R, U]):
         self._task: trio.lowlevel.Task | None = None
         #: Where its ending is recorded (``None``: nowhere, or recorded already).
         self.counters = counters
-        #: When its table took it (trio time), for its latency, and the
-        #: clock it was read from (its table's: see :class:`PendingTable`).
+        #: When its table took it, for its latency, as read from ``clock``
+        #: (its table's reading: see :class:`PendingTable`).
         self.sent_at = 0.0
         self.clock: Callable[[], float] = trio.current_time
 
@@ -175,7 +186,14 @@ class Slot(Generic[R, U]):
                     self.on_reply(reply)
                 except Exception:  # a bug there must not take the reader down with it
                     log.exception("a reply's hook failed")
-            self._wake(reply)
+            callback = self._callback
+            if callback is None:
+                self._wake(reply)
+            else:  # (the path of every tool call: `_wake`, inline)
+                try:
+                    callback(reply)
+                except Exception:  # a bug there must not take the reader down with it
+                    log.exception("a reply's callback failed")
         return True
 
     def fail(self, error: RequestError) -> None:
@@ -246,7 +264,7 @@ class PendingTable(Generic[U]):
             attribute ``ids`` may be set to share one).
     """
 
-    __slots__ = ("_next_expiry", "_now", "_on_expire", "_scope", "_slots", "ids")
+    __slots__ = ("_next_expiry", "_offset", "_on_expire", "_read", "_scope", "_slots", "ids")
 
     def __init__(
         self, on_expire: Callable[[str, Slot[Any, U]], None], ids: Ids | None = None
@@ -259,9 +277,10 @@ class PendingTable(Generic[U]):
         #: :meth:`expire` that sleeps until it.
         self._next_expiry = math.inf
         self._scope: trio.CancelScope | None = None
-        #: The run's clock, read directly: ``trio.current_time()`` for half the
-        #: cost, on the path of every call (a table lives in one run).
-        self._now = _clock()
+        #: The run's clock, read directly (a table lives in one run): trio
+        #: time is ``_read() + _offset``, read on the path of every call
+        #: without ``trio.current_time()``'s Python calls.
+        self._read, self._offset = _clock()
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -276,18 +295,18 @@ class PendingTable(Generic[U]):
         :meth:`expire` runs). It is timed from now, for the metrics (one
         look at the clock for both)."""
         if timeout is not None:
-            now = self._now()
-            slot.deadline = deadline = now + timeout
+            read = self._read()
+            slot.deadline = deadline = read + self._offset + timeout
             if deadline < self._next_expiry:
                 self._next_expiry = deadline
                 if self._scope is not None:
                     self._scope.deadline = deadline
             if slot.counters is not None:
-                slot.sent_at = now
-                slot.clock = self._now
+                slot.sent_at = read
+                slot.clock = self._read
         elif slot.counters is not None:
-            slot.sent_at = self._now()
-            slot.clock = self._now
+            slot.sent_at = self._read()
+            slot.clock = self._read
         self._slots[rid] = slot
 
     def items(self) -> list[tuple[str, Slot[Any, U]]]:

@@ -50,12 +50,57 @@ def _nothing() -> None:
     pass
 
 
-def _call_data(extension: str, result: ep.ToolResult) -> ap.CallData:
-    """The ``call_tool`` reply for an extension's ``tool_result``."""
-    data = ap.CallData(extension, result.content, result.is_error, result.structured_content)
-    if result.activate_tools:
-        data.activate_tools = result.activate_tools
-    return data
+class _ToolCall(Served):
+    """A tool call started by :meth:`Requests.start_call`, served by its
+    extension (its entry in ``Extension.serving``): its frame, what the
+    reply (or error) becomes, its withdrawal. One object, not a closure
+    each: this is the path of every call."""
+
+    __slots__ = ("args", "done", "ext", "rid", "timeout")
+
+    def __init__(
+        self,
+        ext: Extension,
+        name: str,
+        args: msgspec.Raw,
+        timeout: float | None,
+        done: Callable[[ap.CallData | RequestError], None],
+        caller: Caller,
+    ) -> None:
+        self.tool = name
+        self.caller = caller
+        self.on_end = []
+        self.ext = ext
+        self.args = args
+        self.timeout = timeout
+        self.done = done
+        self.rid = ""
+
+    def frame(self, rid: str) -> bytes:
+        return ep.encode(ep.ToolCall(rid, self.tool, self.args))
+
+    def served_no_more(self) -> None:  # (once: whichever of the two comes first)
+        if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
+            self.end()
+
+    def on_reply(self, outcome: ep.ToolResult | RequestError) -> None:
+        if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
+            self.end()  # (`served_no_more`, inline)
+        if not isinstance(outcome, RequestError):  # the `call_tool` reply for a `tool_result`
+            o = outcome
+            data = ap.CallData(self.ext.name, o.content, o.is_error, o.structured_content)
+            if o.activate_tools:
+                data.activate_tools = o.activate_tools
+            self.done(data)
+        elif outcome.code == ap.ErrorCode.TIMEOUT:
+            msg = f"tool {self.tool!r} ({self.ext.name}) did not answer within {self.timeout:g} s"
+            self.done(RequestError(ap.ErrorCode.TIMEOUT, msg))
+        else:
+            self.done(outcome)
+
+    def withdraw(self) -> None:
+        self.served_no_more()
+        self.ext.withdraw(self.rid)
 
 
 class Requests:
@@ -214,37 +259,17 @@ class Requests:
                 done(ap.CallData(ext.name, [ep.TextBlock(_NOT_INTERACTIVE % name)], True))
                 return _nothing
             # (an extension's call: within its own deadline, as in zot)
-        served = Served(name, caller)
-
-        def served_no_more() -> None:  # (once: whichever of the two comes first)
-            if ext.serving.pop(rid, None) is not None:
-                served.end()
-
-        def on_reply(outcome: ep.ToolResult | RequestError) -> None:
-            served_no_more()
-            if not isinstance(outcome, RequestError):
-                done(_call_data(ext.name, outcome))
-            elif outcome.code == ap.ErrorCode.TIMEOUT:
-                msg = f"tool {name!r} ({ext.name}) did not answer within {timeout:g} s"
-                done(RequestError(ap.ErrorCode.TIMEOUT, msg))
-            else:
-                done(outcome)
-
-        rid = ext.ask(
-            lambda rid: ep.encode(ep.ToolCall(id=rid, name=name, args=args)),
+        call = _ToolCall(ext, name, args, timeout, done, caller)
+        call.rid = rid = ext.ask(
+            call.frame,
             ep.ToolResult,
-            on_reply,
+            call.on_reply,
             timeout=timeout,
             alone=alone,
             progress=None if progress is None else functools.partial(progress, ext.name),
         )
-        ext.serving[rid] = served
-
-        def withdraw() -> None:
-            served_no_more()
-            ext.withdraw(rid)
-
-        return withdraw
+        ext.serving[rid] = call
+        return call.withdraw
 
     async def call_tool(self, name: str, args: msgspec.Raw, timeout_s: float | None) -> ap.CallData:
         """:meth:`start_call`, awaited: returns the result or raises its error."""

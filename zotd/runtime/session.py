@@ -3,7 +3,8 @@
 Each connection has one reader (this task), an outbox with its writer task,
 and a nursery of in-flight requests, so a client may pipeline many requests
 and get each reply as soon as it is ready. Tool calls, the hot path, have no
-task: the reply is written by the task that reads the extension's answer.
+task: the reader starts them as it reads them (:mod:`zotd.runtime.agent_calls`),
+and the reply is written by the task that reads the extension's answer.
 Replies are never dropped: while the outbox holds ``client_outbox_bytes``
 (or :data:`OUTBOX_SIZE` frames), the reader reads no more requests, so a
 client that does not read its replies is not read either. Push frames are
@@ -25,19 +26,16 @@ state), not the daemon.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import trio
 
 from ..model.errors import RequestError
 from ..protocol import agent as ap
-from ..protocol import extension as ep
 from ..protocol.frames import FrameError, UnknownFrame
 from ..protocol.lines import Oversized
-from .callers import INTERACTIVE, Caller
+from .agent_calls import AgentCalls
 from .dispatch import CANCELLABLE, dispatch, refusal
 from .gatekeeper import CLOSE_GRACE, Gatekeeper
 from .hangup import watch_hangup
@@ -52,9 +50,7 @@ OUTBOX_SIZE = 1024
 
 Code = ap.ErrorCode
 
-
-def _nothing() -> None:
-    pass
+_CALL_TOOL = ap.CallTool  # (a global: on the path of every request line)
 
 
 def _wire_id(value: Any) -> ap.Id | None:
@@ -97,9 +93,8 @@ class ClientSession:
         )
         #: Requests of this connection being run now.
         self.in_flight = 0
-        #: Tool calls in flight (they have no task): their request id, and
-        #: how to withdraw each.
-        self._calls: dict[int, tuple[ap.Id, Callable[[], None]]] = {}
+        #: Tool calls in flight (they have no task).
+        self._calls = AgentCalls(self)
         #: Other requests in flight that ``cancel`` may stop: their id and scope.
         self._running: dict[int, tuple[ap.Id, trio.CancelScope]] = {}
         self._call_serial = 0
@@ -173,17 +168,54 @@ class ClientSession:
     async def _read(self, requests: trio.Nursery) -> None:
         # Before each request, wait while the outbox is full: a client that
         # does not read its replies is not read either (see `Outbox.room`).
-        reader = LineReader(self._stream, self.hub.config.max_frame_bytes, self.hub.line_budget)
-        gate = self._gate
+        hub = self.hub
+        config = hub.config
+        reader = LineReader(self._stream, config.max_frame_bytes, hub.line_budget)
+        gate, outbox, calls = self._gate, self._outbox, self._calls
+        decode, decode_all = ap.decode_request, ap.decode_requests
+        req: ap.Request | UnknownFrame
         try:
             async for lines in reader:
                 self._burst = len(lines) > 1
-                for line in lines:
-                    if self._outbox.full:
-                        await self._outbox.room()
+                # Every line a request (the usual case): decoded at once.
+                reqs = decode_all(lines)
+                for i, line in enumerate(lines):
+                    if outbox.full:
+                        await outbox.room()
                     if gate.evicted:
                         return
-                    await self._on_line(line, requests)
+                    if reqs is not None:
+                        req = reqs[i]
+                    elif isinstance(line, Oversized):
+                        await self._oversized(line)
+                        continue
+                    else:
+                        try:
+                            req = decode(line)
+                        except FrameError as exc:
+                            if line and not line.isspace():  # (blank lines are skipped)
+                                await self._send(
+                                    ap.fail(
+                                        _wire_id(exc.id), exc.type, Code.BAD_REQUEST, exc.message
+                                    )
+                                )
+                            continue
+                    # The hot path: a tool call that may run now starts here,
+                    # without a task (or a coroutine) of its own. Anything
+                    # else (a refusal or `busy` too) goes the long way.
+                    if (
+                        type(req) is _CALL_TOOL
+                        and self.workspace is not None
+                        and self.authenticated
+                        and not hub.shutting_down
+                        and self.in_flight < config.max_client_requests
+                        and hub.in_flight < config.max_requests
+                    ):
+                        self.in_flight += 1
+                        hub.in_flight += 1  # (Hub.request_started, inline)
+                        calls.start(req, alone=not self._burst and self.in_flight <= 1)
+                        continue
+                    await self._on_request(req, cast(bytes, line), requests)  # (a line: decoded)
                     if gate.evicted:
                         return
         except OverBudget as exc:
@@ -193,10 +225,8 @@ class ClientSession:
             reader.close()
 
     def _withdraw_calls(self) -> None:
-        for _, withdraw in self._calls.values():
-            withdraw()
+        for _ in range(self._calls.withdraw_all()):
             self._request_done()
-        self._calls.clear()
 
     def close_soon(self) -> None:
         """Stops reading requests; in-flight ones finish, then the connection closes."""
@@ -231,25 +261,20 @@ class ClientSession:
 
     # --- requests -----------------------------------------------------------------
 
-    async def _on_line(self, line: bytes | Oversized, requests: trio.Nursery) -> None:
-        if isinstance(line, Oversized):
-            limit = self.hub.config.max_frame_bytes
-            await self._send(
-                ap.fail(
-                    None,
-                    None,
-                    Code.FRAME_TOO_LARGE,
-                    f"a {line.size}-byte request is over the {limit}-byte limit",
-                )
+    async def _oversized(self, line: Oversized) -> None:
+        limit = self.hub.config.max_frame_bytes
+        await self._send(
+            ap.fail(
+                None,
+                None,
+                Code.FRAME_TOO_LARGE,
+                f"a {line.size}-byte request is over the {limit}-byte limit",
             )
-            return
-        if not line or line.isspace():
-            return
-        try:
-            req = ap.decode_request(line)
-        except FrameError as exc:
-            await self._send(ap.fail(_wire_id(exc.id), exc.type, Code.BAD_REQUEST, exc.message))
-            return
+        )
+
+    async def _on_request(
+        self, req: ap.Request | UnknownFrame, line: bytes, requests: trio.Nursery
+    ) -> None:
         if isinstance(req, UnknownFrame):
             await self._send(
                 ap.fail(
@@ -286,7 +311,7 @@ class ClientSession:
         self.in_flight += 1
         self.hub.request_started()
         if type(req) is ap.CallTool:
-            self._start_call(req)
+            self._calls.start(req, alone=not self._burst and self.in_flight <= 1)
         else:
             requests.start_soon(self._run_request, req, command, line)
 
@@ -313,57 +338,29 @@ class ClientSession:
         if not self.in_flight and self._drained is not None:
             self._drained.set()
 
-    # --- tool calls: the hot path, without a task each ------------------------------
+    # --- tool calls: the hot path, without a task each (see agent_calls) -------------
 
-    def _start_call(self, req: ap.CallTool) -> None:
-        # The reply is written by the task that reads the extension's answer
-        # (or by its expiry task, at the call's deadline); see Workspace.start_call.
-        assert self.workspace is not None
-        self._call_serial += 1
-        key = self._call_serial
-        self._calls[key] = (req.id, _nothing)
+    def call_answered(self, frame: bytes) -> None:
+        """A tool call's reply: queued, never dropped (see :meth:`_reply`),
+        and the call done (:meth:`_request_done`, inline: every call)."""
+        in_flight = self.in_flight
         try:
-            done = functools.partial(self._call_done, key, req.id)
-            progress = functools.partial(self._progress, req.id, req.name)
-            alone = not self._burst and self.in_flight <= 1
-            withdraw = self.workspace.start_call(
-                req.name,
-                req.args,
-                req.timeout_s,
-                done,
-                alone=alone,
-                progress=progress,
-                caller=Caller(self, INTERACTIVE in self.capabilities, request_id=req.id),
-            )
-            if key in self._calls:  # (not answered at once)
-                self._calls[key] = (req.id, withdraw)
-        except Exception as exc:
-            del self._calls[key]
-            self._reply(self._failure(req.id, "call_tool", exc))
-            self._request_done()
-
-    def _call_done(self, key: int, rid: ap.Id, outcome: ap.CallData | RequestError) -> None:
-        if self._calls.pop(key, None) is None:
-            return  # withdrawn
-        try:
-            if isinstance(outcome, RequestError):
-                self._reply(self._failure(rid, "call_tool", outcome))
-            else:
-                self._reply(ap.ok(rid, "call_tool", outcome))
-        except Exception as exc:  # runs in an extension's reader: never let it fail
-            self._reply(self._failure(rid, "call_tool", exc))
-        finally:
-            self._request_done()
+            self._outbox.put_nowait(frame, alone=in_flight <= 1, force=True)
+        except trio.BrokenResourceError:
+            pass  # the client is gone
+        self.in_flight = in_flight - 1
+        self.hub.in_flight -= 1  # (Hub.request_done)
+        if self._calls_idle is not None and not self._calls:
+            self._calls_idle.set()
+        if self._drained is not None and not self.in_flight:
+            self._drained.set()
 
     def _cancel(self, rid: ap.Id) -> bool:
         """Abandons this connection's request ``rid`` (a ``call_tool``,
         ``invoke_command`` or ``intercept``): the extensions working on it are
         sent ``cancel``, and its reply is a ``cancelled`` error. ``False`` if
         no such request is in flight (it has been answered already)."""
-        key = next((k for k, (call_id, _) in self._calls.items() if call_id == rid), None)
-        if key is not None:
-            _, withdraw = self._calls.pop(key)
-            withdraw()
+        if self._calls.cancel(rid):
             self._reply(_cancelled(rid, "call_tool"))
             self._request_done()
             return True
@@ -373,15 +370,6 @@ class ClientSession:
         _, scope = self._running.pop(key)
         scope.cancel()  # its task sends the reply
         return True
-
-    def _progress(self, rid: ap.Id, tool: str, extension: str, frame: ep.ToolProgress) -> None:
-        self.deliver(
-            ap.encode(
-                ap.ToolProgressPush(
-                    rid, extension, tool, frame.message, frame.progress, frame.total
-                )
-            )
-        )
 
     def _reply(self, frame: bytes) -> None:
         # Never dropped: replies are bounded by the requests-in-flight limits,
@@ -406,9 +394,9 @@ class ClientSession:
         try:
             return ap.ok(req.id, command, await dispatch(self, req, line))
         except Exception as exc:
-            return self._failure(req.id, command, exc)
+            return self.failure(req.id, command, exc)
 
-    def _failure(self, rid: ap.Id, command: str, exc: Exception) -> bytes:
+    def failure(self, rid: ap.Id, command: str, exc: Exception) -> bytes:
         """The failed reply for ``exc``: its own code for a ``RequestError``,
         ``internal`` (and a logged traceback) for anything else."""
         if isinstance(exc, RequestError):

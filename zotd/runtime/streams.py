@@ -233,11 +233,11 @@ class Outbox:
         "_closing",
         "_fileno",
         "_flushing",
-        "_key_of",
         "_keyed",
         "_kick",
         "_limit",
         "_max_bytes",
+        "_parked",
         "_queue",
         "_room",
         "_stream",
@@ -254,10 +254,8 @@ class Outbox:
         self._queue: deque[bytes] = deque()
         #: Bytes not yet written: the queue's, and the rest of the write under way.
         self._bytes = 0
-        #: The frames put with a key and still queued, by key, and their keys
-        #: by ``id`` of the frame (queued, so alive).
+        #: The frames put with a key and still queued, by key.
         self._keyed: dict[str, bytes] = {}
-        self._key_of: dict[int, str] = {}
         self._closing = False
         self._writer_done = False
         self._broken: str | None = None
@@ -267,6 +265,8 @@ class Outbox:
         #: The writer waits for the peer to read (a write took less than all).
         self._blocked = False
         self._kick = trio.lowlevel.ParkingLot()
+        #: The writer is parked in ``_kick`` (a flag: cheaper to ask than the lot).
+        self._parked = False
         self._room = trio.lowlevel.ParkingLot()
 
     def __len__(self) -> int:
@@ -311,8 +311,8 @@ class Outbox:
             self._bytes += len(frame)
             if key is not None:
                 self._keyed[key] = frame
-                self._key_of[id(frame)] = key
-            if self._kick:  # the writer is parked: wake it
+            if self._parked:  # wake the writer
+                self._parked = False
                 self._kick.unpark()
             return True
         try:
@@ -329,7 +329,6 @@ class Outbox:
             self._bytes += len(rest)
             if key is not None and not written:
                 self._keyed[key] = rest
-                self._key_of[id(rest)] = key
             self._kick.unpark()
         return True
 
@@ -354,7 +353,6 @@ class Outbox:
         frame = self._keyed.pop(key, None)
         if frame is None:
             return False
-        del self._key_of[id(frame)]
         for i, queued in enumerate(self._queue):
             if queued is frame:
                 del self._queue[i]
@@ -390,12 +388,15 @@ class Outbox:
                 self._flushing = False
                 if self._closing:
                     return
-                await self._kick.park()
+                self._parked = True
+                try:
+                    await self._kick.park()
+                finally:
+                    self._parked = False
         finally:
             self._writer_done = True
             self._queue.clear()
             self._keyed.clear()
-            self._key_of.clear()
             self._bytes = 0
             self._room.unpark_all()
             with trio.CancelScope(shield=True):
@@ -407,19 +408,21 @@ class Outbox:
         bytes (so that those behind a write the peer does not read stay
         withdrawable)."""
         queue = self._queue
-        if not self._key_of:
+        keyed = self._keyed
+        if not keyed or self._bytes <= WRITE_BATCH:  # (all of it: nothing stays keyed)
             data = b"".join(queue) if len(queue) > 1 else queue[0]
             queue.clear()
+            keyed.clear()
             return data
         taken: list[bytes] = []
         size = 0
         while queue and (not taken or size + len(queue[0]) <= WRITE_BATCH):
             frame = queue.popleft()
-            key = self._key_of.pop(id(frame), None)
-            if key is not None:
-                del self._keyed[key]
             taken.append(frame)
             size += len(frame)
+        ids = {id(frame) for frame in taken}  # (taken, so alive: the ids are theirs)
+        for key in [key for key, frame in keyed.items() if id(frame) in ids]:
+            del keyed[key]
         return b"".join(taken) if len(taken) > 1 else taken[0]
 
     async def _flush(self) -> None:
