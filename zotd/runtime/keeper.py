@@ -52,7 +52,7 @@ def build(
         found,
         host=host,
         config=ctx.config,
-        log_path=_log_path(ctx.paths, found.name),
+        log_path=log_path(ctx.paths, found.name),
         spawner=ctx.spawner,
         env=env,
         cache_dir=cache_dir(home),
@@ -68,7 +68,12 @@ def cache_dir(home: Path) -> Path:
 
 
 @functools.lru_cache(maxsize=1024)
-def _log_path(paths: Paths, name: str) -> Path:
+def log_path(paths: Paths, name: str) -> Path:
+    """``$ZOT_HOME/logs/ext-<name>.log``, made once per name (thread-safe).
+
+    Raises:
+        ValueError: ``name`` would put it outside the logs directory.
+    """
     return paths.extension_log(name)
 
 

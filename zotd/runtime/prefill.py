@@ -6,17 +6,18 @@ registrations caches of the lazy ones, when the daemon starts fills the
 memos of :mod:`zotd.model.rereads` and keeps the whole pass
 (:mod:`zotd.model.outer_scopes`): the first workspace to open then finds
 them read already, and only checks that nothing changed (a ``stat`` per
-file). What is read here is not used otherwise; a workspace reads for
+file); their log paths are made too. What is read here is not used otherwise; a workspace reads for
 itself anyway, so a prefill that fails or has not finished costs nothing
 but time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from . import threads
+from . import keeper, threads
 
 if TYPE_CHECKING:
     from .workspace import Context
@@ -33,7 +34,11 @@ async def warm(ctx: Context) -> None:
     def read() -> int:
         ctx.read_outer()  # (a first pass fills the memos; the second, all hits, is kept)
         outer = ctx.read_outer()
-        return len(outer.explicit) + len(outer.global_)
+        found = [*outer.explicit, *outer.global_]
+        for f in found:  # (paths are slow to make the first time, on the loop)
+            with contextlib.suppress(ValueError):
+                keeper.log_path(ctx.paths, f.name)
+        return len(found)
 
     try:
         count = await threads.run_sync(read)
