@@ -72,6 +72,7 @@ class AgentCall:
         calls = self.calls
         if calls.table.pop(self, None) is None:
             return  # withdrawn
+        self.withdraw = _nothing  # (it and its workspace's call refer to each other)
         owner, rid = calls.owner, self.rid
         try:
             if isinstance(outcome, RequestError):
@@ -140,6 +141,7 @@ class AgentCalls:
             return False
         del self.table[call]
         call.withdraw()
+        call.withdraw = _nothing
         return True
 
     def withdraw_all(self) -> int:
@@ -148,4 +150,5 @@ class AgentCalls:
         self.table.clear()
         for call in calls:
             call.withdraw()
+            call.withdraw = _nothing
         return len(calls)

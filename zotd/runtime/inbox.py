@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import trio
 
@@ -43,7 +43,7 @@ from ..protocol.handshake import (
 )
 from ..protocol.lines import Oversized
 from ..protocol.tool_results import salvage
-from .pending import PendingTable
+from .pending import PendingTable, Slot
 from .status import Host, State
 from .streams import LineReader
 
@@ -140,7 +140,7 @@ class Inbox:
         routed first: routing never waits), and ``done`` is set all the same.
         Closing the stream is the caller's.
         """
-        noise, handshake = self.noise, self.handshake
+        noise, handshake, pending = self.noise, self.handshake, self._pending
         decode_all = ep.decode_extension_frames
         try:
             async for lines in LineReader(stdout, self._max):
@@ -154,7 +154,9 @@ class Inbox:
                 else:
                     for frame in frames:
                         if type(frame) is _TOOL_RESULT and handshake.phase is _READY:
-                            self._on_reply(frame)
+                            slot = pending.pop(str(frame.id))  # (`_on_reply`, inline)
+                            if slot is None or not slot.resolve(frame):
+                                self._unexpected(frame, slot)
                         else:
                             self._route(frame, now)
                 if noise.pause_due():
@@ -293,8 +295,11 @@ class Inbox:
     def _on_reply(self, frame: Reply) -> None:
         # Answered: the slot goes (an awaited request's `finally` pops it too).
         slot = self._pending.pop(str(frame.id))
-        if slot is not None and slot.resolve(frame):
-            return
+        if slot is None or not slot.resolve(frame):
+            self._unexpected(frame, slot)
+
+    def _unexpected(self, frame: Reply, slot: Slot[Any, ep.ToolProgress] | None) -> None:
+        """A reply to no request pending, or not of the type it expects."""
         tag = type(frame).__struct_config__.tag
         if slot is None:
             self._ext.late_replies += 1

@@ -56,7 +56,7 @@ class _ToolCall(Served):
     reply (or error) becomes, its withdrawal. One object, not a closure
     each: this is the path of every call."""
 
-    __slots__ = ("args", "done", "ext", "rid", "timeout")
+    __slots__ = ("args", "done", "ext", "progress", "rid", "timeout")
 
     def __init__(
         self,
@@ -66,6 +66,7 @@ class _ToolCall(Served):
         timeout: float | None,
         done: Callable[[ap.CallData | RequestError], None],
         caller: Caller,
+        progress: Callable[[str, ep.ToolProgress], None] | None,
     ) -> None:
         self.tool = name
         self.caller = caller
@@ -74,10 +75,15 @@ class _ToolCall(Served):
         self.args = args
         self.timeout = timeout
         self.done = done
+        self.progress = progress
         self.rid = ""
 
     def frame(self, rid: str) -> bytes:
         return ep.encode(ep.ToolCall(rid, self.tool, self.args))
+
+    def on_progress(self, frame: ep.ToolProgress) -> None:
+        if self.progress is not None:
+            self.progress(self.ext.name, frame)
 
     def served_no_more(self) -> None:  # (once: whichever of the two comes first)
         if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
@@ -259,14 +265,14 @@ class Requests:
                 done(ap.CallData(ext.name, [ep.TextBlock(_NOT_INTERACTIVE % name)], True))
                 return _nothing
             # (an extension's call: within its own deadline, as in zot)
-        call = _ToolCall(ext, name, args, timeout, done, caller)
+        call = _ToolCall(ext, name, args, timeout, done, caller, progress)
         call.rid = rid = ext.ask(
             call.frame,
             ep.ToolResult,
             call.on_reply,
             timeout=timeout,
             alone=alone,
-            progress=None if progress is None else functools.partial(progress, ext.name),
+            progress=None if progress is None else call.on_progress,
         )
         ext.serving[rid] = call
         return call.withdraw
