@@ -61,9 +61,16 @@ def ext_info(cli: Cli, name: str) -> dict[str, Any]:
     return next(e for e in entries if e["name"] == name)
 
 
-def restart_daemon(cli: Cli) -> None:
+def restart_daemon(cli: Cli) -> int:
+    """Stops the daemon and starts another; returns its pid."""
     ok(cli.zotd("stop", timeout=30))
-    cli.start()
+    return cli.start()
+
+
+def speaks_mcp(pid: int) -> bool:
+    """Whether the daemon has loaded the `mcp` package (its pydantic core, a
+    shared library, shows in its memory maps; Linux)."""
+    return "pydantic_core" in Path(f"/proc/{pid}/maps").read_text()
 
 
 def test_a_lazy_extension_is_listed_asleep_and_started_by_its_first_call(cli: Cli) -> None:
@@ -137,11 +144,15 @@ def test_a_lazy_mcp_server_is_listed_asleep_woken_by_a_call_and_sleeps_when_idle
     cli.start()
     assert "greet" in ok(cli.zot("tools")).stdout
     wait_until(lambda: cache(cli, "greeter").is_file(), WAIT, "its registrations cached")
-    restart_daemon(cli)
+    daemon = restart_daemon(cli)
     assert "greet" in ok(cli.zot("tools")).stdout
     info = ext_info(cli, "greeter")
     assert (info["state"], info["pid"]) == ("sleeping", None)
+    linux = sys.platform.startswith("linux")
+    # Asleep, it costs the daemon no MCP client (nor the package's import).
+    assert not (linux and speaks_mcp(daemon))
     assert ok(cli.zot("call", "greet", '{"who": "ann"}')).stdout == "hello, ann\n"
+    assert speaks_mcp(daemon) or not linux
     log = cli.home / "logs" / "ext-greeter.log"
     assert "woke for tool greet" in log.read_text()
     # Idle for a second: stopped (its stdin closed, as MCP's stdio shutdown

@@ -194,3 +194,38 @@ def test_a_pass_over_files_changed_just_now_is_not_kept(tmp_path: Path) -> None:
     for _ in range(3):
         assert names(outers.read()) == ["a"]
     assert outers.passes == 3
+
+
+def test_a_copy_of_an_extension_keeps_every_field(tmp_path: Path) -> None:
+    # copy_found names the fields one by one: a field added to Found and
+    # left out there would come back as its default.
+    from dataclasses import fields
+
+    from zotd.model.discovery import Aside
+    from zotd.model.manifest import Manifest
+    from zotd.model.rereads import copy_found
+    from zotd.model.skills import Skill
+
+    found = Found(
+        name="a",
+        dir=tmp_path,
+        scope="project",
+        manifest=Manifest(name="a", version="1.0.0", exec="x"),
+        argv=["x", "--y"],
+        error="broken",
+        untrusted="not trusted",
+        exec_on_path=True,
+        warnings=["w"],
+        skills=[Skill("a:s", str(tmp_path / "SKILL.md"), "")],
+        sharing="shared",
+        origin=tmp_path / ".mcp.json",
+        passed_over=[Aside(Found(name="a", dir=tmp_path, scope="global"), "hidden", "")],
+    )
+    defaults = Found(name="", dir=Path("/"), scope="")
+    changed = [f.name for f in fields(Found) if getattr(found, f.name) != getattr(defaults, f.name)]
+    assert set(changed) == {f.name for f in fields(Found)}, "set every field"
+    copy = copy_found(found)
+    for f in fields(Found):
+        if f.name != "passed_over":
+            assert getattr(copy, f.name) == getattr(found, f.name), f.name
+    assert copy.passed_over == [] and copy.argv is not found.argv

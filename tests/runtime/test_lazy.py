@@ -504,3 +504,25 @@ async def test_stop_reload_and_shutdown_of_a_sleeping_or_waking_one(
         assert len(results) == 1 and isinstance(results[0], RequestError)
         assert results[0].code == "shutting_down"
         assert not ws.extensions["lz"].alive
+
+
+async def test_an_mcp_server_that_cannot_be_spoken_to_fails_lazy_or_not(
+    autojump_clock: trio.testing.MockClock,
+    paths: Paths,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A broken install (the MCP client cannot be imported) fails the server,
+    # with what to do, whether it starts with its workspace or on first use.
+    import sys
+
+    monkeypatch.setitem(sys.modules, "zotd.runtime.mcp_link", None)  # (import fails)
+    add_extension(paths.extensions_dir, "eager", manifest={"kind": "mcp"})
+    lazy(paths, "lz", kind="mcp")
+    async with workspace(paths, project, {}) as (ws, sp):
+        for name in ("eager", "lz"):
+            ext = ws.extensions[name]
+            assert ext.state == "failed", name
+            assert "cannot speak MCP" in ext.last_error, name
+            assert "not started: cannot speak MCP" in log_of(paths, name)
+        assert sp.spawns == []

@@ -78,20 +78,13 @@ class Outer:
     caches: dict[tuple[str, Path], Prefetched]
 
     def copy(self) -> Outer:
+        """The extensions copied (a workspace changes what it is given); the
+        caches shared (nothing changes a :class:`~.reg_cache.Cached` once made)."""
         return Outer(
             [rereads.copy_found(f) for f in self.explicit],
             [rereads.copy_found(f) for f in self.global_],
-            {k: _copy_cache(v) for k, v in self.caches.items()},
+            dict(self.caches),
         )
-
-
-def _copy_cache(read: Prefetched) -> Prefetched:
-    if isinstance(read, tuple) and read[0] is not None:
-        cached = read[0]
-        return Cached(
-            list(cached.registrations), list(cached.events), list(cached.intercepts)
-        ), read[1]
-    return read
 
 
 #: Reads the extension directories of a scope: the directories, and the

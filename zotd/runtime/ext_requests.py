@@ -43,7 +43,7 @@ class Requestable:
     _host: Host
     _config: Config
     _calls: Waking
-    _link: Link
+    _link: Link | None
     _mcp: McpLink | None
     _process: Process | None
     _process_exited: trio.Event
@@ -90,7 +90,8 @@ class Requestable:
     @property
     def pending(self) -> int:
         """Requests sent to it (or held for it) and not yet answered, failed or withdrawn."""
-        return len(self._link.pending) + len(self._calls.held)
+        sent = len(self._link.pending) if self._link is not None else 0
+        return sent + len(self._calls.held)
 
     async def request(
         self,

@@ -171,8 +171,10 @@ class Extension(Requestable, SleepCycle):
         #: An MCP server's client session (:mod:`.mcp_link`), else ``None``.
         self._mcp: McpLink | None = None
         #: The current run's requests: down its stdin (zot's protocol), or as
-        #: an MCP client's requests (an MCP server: :mod:`.mcp_calls`).
-        self._link: Link = self._new_link()
+        #: an MCP client's requests (an MCP server: :mod:`.mcp_calls`). A lazy
+        #: one has none until it first runs (a sleeping MCP server does not
+        #: even import the `mcp` package).
+        self._link: Link | None = None if self.lazy else self._new_link()
         #: Its stdout's reader and its handshake; made when the process starts.
         self._inbox: Inbox | None = None
 
@@ -243,6 +245,11 @@ class Extension(Requestable, SleepCycle):
 
     async def _run_once(self) -> None:
         """One run: its process from spawn to exit (or its connection, at a url)."""
+        if self._link is None:  # (a lazy one's first run)
+            self._link = self._new_link()
+        if self.found.error:  # it cannot speak its protocol (_new_link says why)
+            self._fail(f"not started: {self.found.error}")
+            return
         if self._mcp is not None and self._mcp.remote:  # an MCP server at a url
             await self.log.rotate()
             self.started_at = trio.current_time()
@@ -302,7 +309,7 @@ class Extension(Requestable, SleepCycle):
                 else:
                     self._open_pipes(nursery, process, reader_done)
                 nursery.start_soon(self.log.watch)
-                nursery.start_soon(self._link.pending.expire)
+                nursery.start_soon(self._run_link.pending.expire)
                 nursery.start_soon(self._watch_stdout, process, reader_done)
                 if self.lazy or self.idle_stop:
                     nursery.start_soon(self._keep_idle, process)
@@ -318,10 +325,16 @@ class Extension(Requestable, SleepCycle):
             with trio.CancelScope(shield=True):
                 await process.stdout.aclose()  # now, not whenever the GC gets to it
 
+    @property
+    def _run_link(self) -> Link:
+        """The link of the run under way (made before its process is spawned)."""
+        assert self._link is not None, "no run under way"
+        return self._link
+
     def _open_pipes(self, nursery: trio.Nursery, process: Process, reader_done: trio.Event) -> None:
         """Starts zot's protocol on the process's pipes: the stdin writer, the
         inbox (its stdout's reader and the handshake) and its deadlines."""
-        link = self._link
+        link = self._run_link
         assert isinstance(link, Calls)
         outbox = link.open(process.stdin)
         inbox = self._inbox = Inbox(
@@ -353,7 +366,7 @@ class Extension(Requestable, SleepCycle):
         self._outcome.failure = "closed its stdout but kept running"
         self.last_error = self._outcome.failure
         self.note(f"{self._outcome.failure}; stopping it")
-        self._link.pending.fail_all(
+        self._run_link.pending.fail_all(
             extension_failed(
                 f"extension {self.name!r} closed its stdout before replying (its process "
                 "is still running, so no reply can come); it is being stopped"
@@ -370,14 +383,16 @@ class Extension(Requestable, SleepCycle):
         if line is not None:
             self.note(line)
         held = self._calls.holding
-        stderr = self.log.stderr_tail() if (self._link.pending or held) and spawned else []
+        pending = self._link.pending if self._link is not None else None
+        stderr = self.log.stderr_tail() if (pending or held) and spawned else []
         error = self._outcome.unanswered(self.name, code, stderr)
         if self._inbox is not None and self._inbox.noise.dropped:
             self.note(
                 f"dropped {self._inbox.noise.dropped} notify frames and bad lines "
                 "in its last second"
             )
-        self._link.pending.fail_all(error)
+        if pending is not None:
+            pending.fail_all(error)
         if held:  # woken, and gone before it was ready
             why = f": {self.last_error}" if self.last_error else ""
             self._calls.fail(
@@ -436,7 +451,7 @@ class Extension(Requestable, SleepCycle):
         self._winding_down = True
         self.state = State.STOPPING
         self._host.on_changed(self)
-        self._link.shutdown()
+        self._run_link.shutdown()
         await stopping.wind_down(process, self._process_exited, self._config, self.note)
 
     def ended_on_its_own(self) -> str | None:

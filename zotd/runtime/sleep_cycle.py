@@ -65,7 +65,7 @@ class SleepCycle:
     _host: Host
     _config: Config
     _calls: Waking
-    _link: Link
+    _link: Link | None
     _mcp: McpLink | None
     _inbox: Inbox | None
     _process: Process | None
@@ -208,7 +208,8 @@ class SleepCycle:
                 self._mcp.close()
             return
         self._winding_down = True
-        self._link.shutdown()
+        if self._link is not None:
+            self._link.shutdown()
         await stopping.wind_down(process, self._process_exited, self._config, self.note)
 
     async def _save_cache(self) -> None:
