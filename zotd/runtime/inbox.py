@@ -140,7 +140,7 @@ class Inbox:
         routed first: routing never waits), and ``done`` is set all the same.
         Closing the stream is the caller's.
         """
-        noise, handshake, pending = self.noise, self.handshake, self._pending
+        noise, handshake = self.noise, self.handshake
         decode_all = ep.decode_extension_frames
         try:
             async for lines in LineReader(stdout, self._max):
@@ -154,9 +154,7 @@ class Inbox:
                 else:
                     for frame in frames:
                         if type(frame) is _TOOL_RESULT and handshake.phase is _READY:
-                            slot = pending.pop(str(frame.id))  # (`_on_reply`, inline)
-                            if slot is None or not slot.resolve(frame):
-                                self._unexpected(frame, slot)
+                            self._on_reply(frame)
                         else:
                             self._route(frame, now)
                 if noise.pause_due():
