@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import cast
 
 #: Default largest frame, in bytes, without its newline (issue: 16 MiB).
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
@@ -57,10 +58,22 @@ class LineSplitter:
         """Bytes currently held for an unfinished line."""
         return len(self._buf)
 
-    def feed(self, data: bytes | bytearray) -> Iterator[bytes | Oversized]:
-        """Add ``data`` and yield every line it completes, in order."""
+    def feed(self, data: bytes | bytearray) -> list[bytes | Oversized]:
+        """Add ``data`` and return every line it completes, in order."""
         if not isinstance(data, bytes):
             data = bytes(data)
+        if not self._buf and self._dropping < 0:
+            # The usual case, in C: nothing held from before, no line too long.
+            lines = data.split(b"\n")
+            tail = lines.pop()
+            limit = self.max_line
+            if len(tail) <= limit and (not lines or max(map(len, lines)) <= limit):
+                self._buf += tail
+                return cast("list[bytes | Oversized]", lines)
+        return list(self._split(data))
+
+    def _split(self, data: bytes) -> Iterator[bytes | Oversized]:
+        # A line at a time: one held from before, or one too long.
         start = 0
         end = len(data)
         while start < end:

@@ -140,7 +140,7 @@ class LineReader:
                 )
             chunk = await self._receive()
             if chunk:
-                lines = list(self._splitter.feed(chunk))
+                lines = self._splitter.feed(chunk)
             else:
                 self._done = True
                 lines = list(self._splitter.close())
