@@ -2,7 +2,7 @@
 
 Both protocols are newline-delimited JSON. Streams hand us arbitrary chunks,
 so :class:`LineSplitter` keeps the unfinished tail of the last chunk and
-yields complete lines. The tail is bounded: once a line grows past
+gives complete lines. The tail is bounded: once a line grows past
 ``max_line`` bytes it is discarded up to the next newline without being
 stored, and an :class:`Oversized` marker is yielded in its place so the
 caller can report it (``frame_too_large`` on the agent socket, a log line for
@@ -101,15 +101,16 @@ class LineSplitter:
                 yield data[start:nl]
             start = nl + 1
 
-    def close(self) -> Iterator[bytes | Oversized]:
-        """End of stream: yield the unterminated last line, if any."""
+    def close(self) -> list[bytes | Oversized]:
+        """End of stream: the unterminated last line, if any."""
         if self._dropping >= 0:
             size, self._dropping = self._dropping, -1
-            yield Oversized(size)
-        elif self._buf:
+            return [Oversized(size)]
+        if self._buf:
             line = bytes(self._buf)
             self._buf.clear()
-            yield line
+            return [line]
+        return []
 
     def _keep(self, data: bytes | bytearray, start: int, end: int) -> None:
         if self._dropping >= 0:

@@ -143,7 +143,7 @@ class LineReader:
                 lines = self._splitter.feed(chunk)
             else:
                 self._done = True
-                lines = list(self._splitter.close())
+                lines = self._splitter.close()
             if self._budget is not None:
                 self._charge(self._budget)
             if lines:
