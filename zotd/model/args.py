@@ -29,17 +29,16 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Iterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-# (no stubs installed; "unused-ignore" keeps this green once types-jsonschema is)
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import (
-    ValidationError,
-    best_match,
-)
-from jsonschema.protocols import Validator as _Validator
+if TYPE_CHECKING:
+    # jsonschema itself is imported on the first schema compiled: it costs a
+    # daemon's start tens of milliseconds, and only rewritten arguments are
+    # ever checked.
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator as _Validator
 
 #: A message past this many characters is cut (the rest of it is a long value).
 MAX_MESSAGE: Final = 160
@@ -69,6 +68,8 @@ class ArgsSchema:
     __slots__ = ("_validator",)
 
     def __init__(self, schema: Any) -> None:
+        from jsonschema import Draft202012Validator, validators
+
         self._validator: _Validator | None = None
         try:
             cls = _permissive(validators.validator_for(schema, default=Draft202012Validator))
@@ -85,6 +86,8 @@ class ArgsSchema:
         """
         if self._validator is None:
             return None
+        from jsonschema.exceptions import best_match  # (loaded with the validator)
+
         try:
             error = best_match(self._validator.iter_errors(instance))
         except Exception:  # an unresolvable $ref, a bad pattern, too deep: accepts
@@ -123,6 +126,9 @@ def may_stall(schema: bytes, args: bytes) -> bool:
 @functools.cache
 def _permissive(cls: type[_Validator]) -> type[_Validator]:
     """``cls`` with ``type`` taking OpenAPI's ``nullable`` and saying what was expected."""
+    from jsonschema import validators
+    from jsonschema.exceptions import ValidationError
+
     original = cls.VALIDATORS["type"]
 
     def type_(

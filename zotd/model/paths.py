@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 APP = "zot"
 
 #: Longest Unix socket path we accept, in bytes. ``sun_path`` is 108 bytes on
@@ -97,6 +95,8 @@ class Paths:
 
 
 def _platform_dir(kind: str) -> Path:
+    import platformdirs  # (only here: a daemon told where everything is never loads it)
+
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to a
         # private directory in /tmp, which is what we want anyway.

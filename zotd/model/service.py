@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import os
-import plistlib
 import socket
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -219,6 +218,8 @@ def systemd_socket(spec: ServiceSpec) -> str:
 def launchd_plist(spec: ServiceSpec) -> str:
     """``dev.zot.zotd.plist``: a launchd agent that starts the daemon at login
     and again if it fails (an exit with code 0, after ``zotd stop``, stays stopped)."""
+    import plistlib  # (here: the daemon, which imports this module, never writes one)
+
     job: dict[str, object] = {"Label": LAUNCHD_LABEL, "ProgramArguments": list(spec.argv)}
     if spec.env:
         job["EnvironmentVariables"] = dict(sorted(spec.env.items()))
