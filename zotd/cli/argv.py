@@ -5,11 +5,28 @@
 - An option in a place where it can only be a mistake is refused with what
   to type instead: ``zot --ext DIR`` (an option of ``zotd``), and ``zotd -e
   DIR status`` (``--ext`` belongs to the daemon being started, after ``start``).
+- The daemon's own command line (``zotd`` with its options and no command)
+  is read here without cyclopts (:func:`plain_daemon`): building the whole
+  CLI costs a daemon's start more than anything else it imports. Anything
+  else, or anything unusual about it, is left to cyclopts.
+
+And where the options point: the socket and the config file
+(:func:`resolve`, :func:`settings`), and :func:`die`. This module imports
+neither cyclopts nor the client library, so the daemon can use it.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn, Protocol
+
+from ..model.config import Config, ConfigError, load_config
+from ..model.paths import Paths
+from .output import printable
 
 #: Options every ``zot`` command takes, and whether each takes a value.
 ZOT_GLOBAL = {
@@ -132,3 +149,118 @@ def _one_dir_per_ext(tokens: Sequence[str]) -> None:
                     f"zotd: {token} takes one directory: write `{token} {tokens[i + 1]} "
                     f"{token} {after}` for two"
                 )
+
+
+# --- the daemon's own command line ----------------------------------------------------
+
+
+@dataclass
+class Plain:
+    """``zotd`` run as the daemon, with the options cyclopts would have read."""
+
+    ext: list[Path] | None = None
+    watch: bool = False
+    log_level: str | None = None
+    socket: Path | None = None
+    config: Path | None = None
+
+
+#: The daemon's options that take a value (``--ext`` may be repeated).
+_DAEMON_VALUES = ("--ext", "-e", "--log-level", "--socket", "--config")
+
+
+def plain_daemon(argv: Sequence[str]) -> Plain | None:
+    """``zotd``'s arguments read without cyclopts, if they run the daemon
+    with plain options only, else ``None``.
+
+    Plain means: no command; only ``--ext DIR`` (or ``-e DIR``,
+    ``--ext=DIR``; repeated for several), ``--watch``, ``--log-level LEVEL``,
+    ``--socket PATH`` and ``--config PATH`` (or ``--NAME=VALUE``), each at
+    most once but ``--ext``; every value non-empty, not starting with ``-``
+    and not a command's name. Everything else (``--help``, ``--version``, a
+    command, a misplaced or unknown option, a value that looks like one) is
+    ``None``: cyclopts reads it, and says what is wrong as it always does.
+    """
+    plain = Plain()
+    seen: set[str] = set()  # (a second one, --ext's aside, is left to cyclopts)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, value = token.partition("=")
+        if name == "--watch" and not eq and name not in seen:
+            plain.watch = True
+            seen.add(name)
+            i += 1
+            continue
+        if name not in _DAEMON_VALUES or (name == "-e" and eq):
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if not value or value.startswith("-") or value in ZOTD_COMMANDS:
+            return None
+        if name in ("--ext", "-e"):
+            plain.ext = [*(plain.ext or []), Path(value)]
+            continue
+        if name in seen:
+            return None
+        seen.add(name)
+        if name == "--log-level":
+            plain.log_level = value
+        elif name == "--socket":
+            plain.socket = Path(value)
+        else:
+            plain.config = Path(value)
+    return plain
+
+
+# --- where the options point ----------------------------------------------------------
+
+
+class Place(Protocol):
+    """Options that say which daemon: ``--socket`` and ``--config``
+    (:class:`.common.Where`, :class:`Plain`)."""
+
+    @property
+    def socket(self) -> Path | None: ...
+
+    @property
+    def config(self) -> Path | None: ...
+
+
+def resolve(where: Place | None) -> tuple[Paths, Config]:
+    """The paths and the config the options say.
+
+    The socket is ``--socket``, else ``$ZOTD_SOCKET`` (both relative to the
+    cwd), else ``socket`` in the config (relative to the config file), else
+    the default.
+
+    Raises:
+        ConfigError: the config file is bad.
+    """
+    paths = Paths.from_env(config_file=where.config if where else None)
+    config = load_config(paths.config_file)
+    socket = (where.socket if where else None) or os.environ.get("ZOTD_SOCKET") or config.socket
+    if socket:
+        paths = Paths(
+            home=paths.home, socket=Path(socket).absolute(), config_file=paths.config_file
+        )
+    return paths, config
+
+
+def settings(where: Place | None, prog: str = "zot") -> tuple[Paths, Config]:
+    """:func:`resolve`, exiting with a message (code 2) if the config is bad."""
+    try:
+        return resolve(where)
+    except ConfigError as exc:
+        die(f"{prog}: bad config file {exc}", code=2)
+
+
+def die(message: str, code: int = 1) -> NoReturn:
+    """Prints ``message`` to stderr and exits; what it quotes of an extension
+    (an error it reported, a manifest's field) is escaped (:func:`.output.printable`)."""
+    print(printable(message, multiline=True), file=sys.stderr)
+    raise SystemExit(code)

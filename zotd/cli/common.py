@@ -8,7 +8,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import msgspec
@@ -16,10 +16,14 @@ from cyclopts import App, Parameter
 
 from .. import __version__
 from ..client import Client, NotRunning, ZotdError, connect
-from ..model.config import Config, ConfigError, load_config
-from ..model.paths import Paths
+from ..model.config import Config
+
+# (where they live, without cyclopts: the daemon reads its command line with them)
 from .argv import Misplaced
-from .output import json_printable, printable, quiet_on_broken_pipe
+from .argv import die as die
+from .argv import resolve as resolve
+from .argv import settings as settings
+from .output import json_printable, quiet_on_broken_pipe
 
 T = TypeVar("T")
 
@@ -36,45 +40,9 @@ class Where:
     """The config file [default: $ZOTD_CONFIG, else zotd.toml in the user config dir]."""
 
 
-def resolve(where: Where | None) -> tuple[Paths, Config]:
-    """The paths and the config the options say.
-
-    The socket is ``--socket``, else ``$ZOTD_SOCKET`` (both relative to the
-    cwd), else ``socket`` in the config (relative to the config file), else
-    the default.
-
-    Raises:
-        ConfigError: the config file is bad.
-    """
-    where = where or Where()
-    paths = Paths.from_env(config_file=where.config)
-    config = load_config(paths.config_file)
-    socket = where.socket or os.environ.get("ZOTD_SOCKET") or config.socket
-    if socket:
-        paths = Paths(
-            home=paths.home, socket=Path(socket).absolute(), config_file=paths.config_file
-        )
-    return paths, config
-
-
-def settings(where: Where | None, prog: str = "zot") -> tuple[Paths, Config]:
-    """:func:`resolve`, exiting with a message (code 2) if the config is bad."""
-    try:
-        return resolve(where)
-    except ConfigError as exc:
-        die(f"{prog}: bad config file {exc}", code=2)
-
-
 def token_for(explicit: str | None, config: Config) -> str | None:
     """The token to send: ``--token``, else ``$ZOTD_TOKEN``, else ``token`` in zotd.toml."""
     return explicit or os.environ.get("ZOTD_TOKEN") or config.token
-
-
-def die(message: str, code: int = 1) -> NoReturn:
-    """Prints ``message`` to stderr and exits; what it quotes of an extension
-    (an error it reported, a manifest's field) is escaped (:func:`.output.printable`)."""
-    print(printable(message, multiline=True), file=sys.stderr)
-    raise SystemExit(code)
 
 
 def run_async(fn: Callable[[], Awaitable[T]]) -> T:

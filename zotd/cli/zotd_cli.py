@@ -1,50 +1,41 @@
-"""``zotd``: run the daemon (foreground, or ``start`` in the background), stop it, show it."""
+"""``zotd``: run the daemon (foreground, or ``start`` in the background), stop it, show it.
+
+A plain ``zotd`` (the daemon, with its own options) is read without cyclopts
+(:func:`~.argv.plain_daemon`) and imports only what serving needs: cyclopts,
+the client library and anyio load for the other commands, ``--help`` and
+anything unusual, when the app is built (:func:`build_app`, or ``app``).
+"""
 
 from __future__ import annotations
 
 import functools
 import gc
-import logging
 import os
 import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Annotated
-
-import anyio
-import msgspec
-import trio
-from cyclopts import App, Parameter
+from typing import TYPE_CHECKING, Annotated, Any
 
 from .. import __version__
-from ..client import Client, NotRunning, ZotdError, autostart, connect
-from ..model import logfiles, service
-from ..model.config import Config
-from ..model.logfiles import size_of, tail
-from ..model.paths import Paths
-from ..protocol import agent as ap
-from ..runtime import dev
-from ..runtime.daemon import Daemon
-from ..runtime.listener import AlreadyRunning, SocketError
-from .argv import zotd_argv
-from .common import Where, die, entry, print_json, run_async, settings, token_for
-from .output import duration, printable
+from .argv import Place, Plain, die, plain_daemon, settings, zotd_argv
+from .output import duration, printable, quiet_on_broken_pipe
 
-app = App(
-    name="zotd",
-    # Flags are switched on, never off: no --no-json, no --no-no-start.
-    default_parameter=Parameter(negative=()),
-    help="The zot extension host: runs extensions and serves agents on a Unix socket.",
-    version=__version__,
-)
+if TYPE_CHECKING:
+    from cyclopts import App, Parameter
 
-app.register_install_completion_command(
-    help="Install shell completion for zotd (bash, zsh or fish; --shell to choose)."
-)
+    from ..client import Client
+    from ..model.config import Config
+    from ..model.paths import Paths
+    from ..protocol import agent as ap
+    from ..runtime.daemon import Daemon
+    from .common import Where
 
-Ext = Annotated[list[Path] | None, Parameter(name=["--ext", "-e"], negative=())]
+    Ext = Annotated[list[Path] | None, Parameter(name=["--ext", "-e"], negative=())]
+
+    #: The CLI (built on first use: :func:`build_app`).
+    app: App
 
 #: How long ``zotd start`` waits for the socket to answer.
 START_TIMEOUT = 15.0
@@ -69,7 +60,6 @@ def _say(text: str) -> None:
     print(printable(text), file=sys.stderr, flush=True)
 
 
-@app.default
 def serve(
     *,
     ext: Ext = None,
@@ -87,6 +77,42 @@ def serve(
             changes (the others keep running), and say so here.
         log_level: debug, info, warning or error [default: from the config, else info].
     """
+    return _foreground(ext, watch, log_level, where)
+
+
+def _foreground(
+    ext: list[Path] | None, watch: bool, log_level: str | None, where: Place | None
+) -> int:
+    gc.disable()  # until the daemon is built (see _tune_gc)
+    try:
+        import trio
+
+        from ..runtime.listener import AlreadyRunning, SocketError
+
+        daemon = _daemon(ext, watch, log_level, where)
+    except BaseException:
+        gc.enable()
+        raise
+    _tune_gc()
+    try:
+        trio.run(functools.partial(daemon.run, handle_signals=True))
+    except AlreadyRunning as exc:
+        die(f"zotd: {exc}")
+    except SocketError as exc:
+        die(f"zotd: {exc}")
+    return 0
+
+
+def _daemon(
+    ext: list[Path] | None, watch: bool, log_level: str | None, where: Place | None
+) -> Daemon:
+    """The daemon the options say, its log configured; exits on a bad option."""
+    # What serving needs, and no more (see the module's docstring).
+    import logging
+
+    from ..model import service
+    from ..runtime.daemon import Daemon
+
     paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
     _check_watch(watch, dirs)
@@ -103,17 +129,12 @@ def serve(
         )
     daemon = Daemon(config, paths, explicit=dirs, listen_fd=passed[0] if passed else None)
     if watch:
+        from ..runtime import dev
+
         daemon.hub.services.append(
             functools.partial(dev.watch_explicit, dirs=daemon.hub.ctx.explicit, say=_say)
         )
-    _tune_gc()
-    try:
-        trio.run(functools.partial(daemon.run, handle_signals=True))
-    except AlreadyRunning as exc:
-        die(f"zotd: {exc}")
-    except SocketError as exc:
-        die(f"zotd: {exc}")
-    return 0
+    return daemon
 
 
 #: Allocations between two young-generation collections in the daemon
@@ -122,21 +143,39 @@ GC_THRESHOLD = 10_000
 
 
 def _tune_gc() -> None:
-    """Tunes the garbage collector for a long-running daemon.
+    """Tunes the garbage collector for a long-running daemon, and turns it on.
 
     What was allocated at startup (modules, the config) lives until exit:
-    ``freeze`` keeps collections from walking it again. A tool call makes a
-    few dozen short-lived objects; at Python's default threshold the young
-    generation was collected every twenty-odd calls, a third of the
-    daemon's time per call under load (see docs/performance.md).
+    collecting while the daemon imports and builds itself would find next
+    to nothing (a few thousand objects) and cost a sixth of the imports'
+    time, so the collector is off until here (``python -m zotd`` turns it
+    off before it imports anything), and ``freeze`` keeps collections from
+    walking it all again. A tool call makes a few dozen short-lived objects;
+    at Python's default threshold the young generation was collected every
+    twenty-odd calls, a third of the daemon's time per call under load (see
+    docs/performance.md).
     """
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, 10, 10)
+    gc.enable()
+
+
+def _run_plain(plain: Plain) -> None:
+    """``zotd`` with plain options (:func:`~.argv.plain_daemon`): the daemon,
+    exiting as the app would (with its code; 130 on Ctrl+C)."""
+    try:
+        code = _foreground(plain.ext, plain.watch, plain.log_level, plain)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code)
 
 
 @asynccontextmanager
 async def _operator(paths: Paths, config: Config) -> AsyncIterator[Client]:
     # An operator connection: authenticated, joined to no workspace.
+    from ..client import connect
+    from .common import token_for
+
     async with connect(
         paths.socket, attach=False, client="zotd-cli", token=token_for(None, config), start=False
     ) as zot:
@@ -149,6 +188,8 @@ async def _status(paths: Paths, config: Config) -> ap.StatusData | None:
     Raises:
         ZotdError: one answers, but not with a status (unauthorized, stopping, ...).
     """
+    from ..client import NotRunning
+
     try:
         async with _operator(paths, config) as zot:
             return await zot.status()
@@ -157,6 +198,9 @@ async def _status(paths: Paths, config: Config) -> ap.StatusData | None:
 
 
 def _status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
+    from ..client import ZotdError
+    from .common import run_async
+
     try:
         return run_async(functools.partial(_status, paths, config))
     except ZotdError as exc:
@@ -164,7 +208,6 @@ def _status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
         return die(f"zotd: {exc.message}{hint}")
 
 
-@app.command
 def start(
     *,
     ext: Ext = None,
@@ -183,6 +226,9 @@ def start(
             changes (said in the log).
         log_level: debug, info, warning or error.
     """
+    from ..client import autostart
+    from ..model.logfiles import size_of, tail
+
     paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
     _check_watch(watch, dirs)
@@ -218,9 +264,13 @@ def start(
     return 1
 
 
-@app.command
 def stop(*, where: Where | None = None) -> int:
     """Stop the daemon gracefully (its extensions get their shutdown)."""
+    import anyio
+
+    from ..client import NotRunning, ZotdError
+    from .common import run_async
+
     paths, config = settings(where, "zotd")
 
     async def go() -> int:
@@ -268,6 +318,8 @@ def _gone(pid: int) -> bool:
 async def _answers(paths: Paths, config: Config, pid: int) -> bool:
     """Whether daemon ``pid`` still answers (under socket activation, our
     connection may start a new one: that one does not count)."""
+    from ..client import ZotdError
+
     try:
         st = await _status(paths, config)
     except ZotdError:
@@ -275,7 +327,6 @@ async def _answers(paths: Paths, config: Config, pid: int) -> bool:
     return st is not None and st.pid == pid
 
 
-@app.command
 def status(*, json: bool = False, where: Where | None = None) -> int:
     """Show whether the daemon runs, its workspaces and their extension processes.
 
@@ -285,6 +336,10 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
         json: Print the status as JSON: {"running": true, "pid", ...} or
             {"running": false, "socket"}.
     """
+    import msgspec
+
+    from .common import print_json
+
     paths, config = settings(where, "zotd")
     st = _status_or_die(paths, config)
     if st is None:
@@ -319,7 +374,6 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
     return 0
 
 
-@app.command(name="install-service")
 def install_service(
     *,
     uninstall: bool = False,
@@ -342,6 +396,8 @@ def install_service(
         print_: Print the files instead of writing them.
         directory: Write into this directory [default: where the service manager looks].
     """
+    from ..model import logfiles, service
+
     try:
         manager = service.manager_for(sys.platform)
         folder = directory or service.service_dir(manager, os.environ, Path.home())
@@ -399,6 +455,57 @@ def install_service(
     return 0
 
 
+_app: App | None = None
+
+
+def build_app() -> App:
+    """The ``zotd`` CLI as cyclopts reads it (built once)."""
+    global _app
+    if _app is not None:
+        return _app
+    from cyclopts import App, Parameter
+
+    from .common import Where
+
+    # The commands' annotations are strings (PEP 563), read as they are
+    # registered: the names they use must be this module's by then.
+    globals().update(
+        Parameter=Parameter,
+        Where=Where,
+        Ext=Annotated[list[Path] | None, Parameter(name=["--ext", "-e"], negative=())],
+    )
+    app = App(
+        name="zotd",
+        # Flags are switched on, never off: no --no-json, no --no-no-start.
+        default_parameter=Parameter(negative=()),
+        help="The zot extension host: runs extensions and serves agents on a Unix socket.",
+        version=__version__,
+    )
+    app.register_install_completion_command(
+        help="Install shell completion for zotd (bash, zsh or fish; --shell to choose)."
+    )
+    app.default(serve)
+    app.command(start)
+    app.command(stop)
+    app.command(status)
+    app.command(install_service, name="install-service")
+    _app = app
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # (tests call the app in process)
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def main() -> None:
     """Entry point of the ``zotd`` command."""
-    entry(app, "zotd", zotd_argv)
+    plain = plain_daemon(sys.argv[1:])
+    if plain is not None:
+        quiet_on_broken_pipe(functools.partial(_run_plain, plain))()
+        return
+    gc.enable()  # (python -m zotd turns it off: see _tune_gc)
+    from .common import entry
+
+    entry(build_app(), "zotd", zotd_argv)
