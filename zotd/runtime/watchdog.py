@@ -20,17 +20,27 @@ Marked processes are found in ``/proc/<pid>/environ`` (Linux). Elsewhere
 grandchild that left its group (``setsid``) outlives the daemon. A process
 that clears its environment, or runs a set-uid program, is not found either.
 
-Deliberately tiny, with no imports from the rest of zotd, so it starts fast.
+Deliberately tiny, so it starts fast: no imports from the rest of zotd,
+and of the standard library only what an interpreter started with ``-I -S``
+(as the daemon starts it: :class:`~zotd.runtime.process.Watchdog`) has
+loaded already, but for ``_signal`` (``signal`` without its enums).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 import time
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # (typing itself would double the start)
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Callable
+else:
+    try:
+        import _signal as signal  # the C module under `signal`: the same functions and numbers
+    except ImportError:  # pragma: no cover (an interpreter without it)
+        import signal
 
 #: Rounds of the sweep at most: it repeats until a round finds nobody (a
 #: marked process may fork while it is being killed).
@@ -56,8 +66,10 @@ def main() -> None:
             if mark and number:
                 sweep((mark + b"." + number).__eq__)
     for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        try:
             os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     if mark:
         sweep(lambda value: value.startswith(mark + b"."))
 
