@@ -26,7 +26,6 @@ from typing import NoReturn, Protocol
 
 from ..model.config import Config, ConfigError, load_config
 from ..model.paths import Paths
-from .output import printable
 
 #: Options every ``zot`` command takes, and whether each takes a value.
 ZOT_GLOBAL = {
@@ -262,5 +261,7 @@ def settings(where: Place | None, prog: str = "zot") -> tuple[Paths, Config]:
 def die(message: str, code: int = 1) -> NoReturn:
     """Prints ``message`` to stderr and exits; what it quotes of an extension
     (an error it reported, a manifest's field) is escaped (:func:`.output.printable`)."""
+    from .output import printable  # (its tables cost a daemon's start a few ms: only now)
+
     print(printable(message, multiline=True), file=sys.stderr)
     raise SystemExit(code)

@@ -16,11 +16,10 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 from .. import __version__
 from .argv import Place, Plain, die, plain_daemon, settings, zotd_argv
-from .output import duration, printable, quiet_on_broken_pipe
 
 if TYPE_CHECKING:
     from cyclopts import App, Parameter
@@ -57,6 +56,8 @@ def _check_watch(watch: bool, dirs: list[Path]) -> None:
 def _say(text: str) -> None:
     """A line of ``--watch`` for the terminal the daemon runs on (escaped:
     names and errors come from the extension)."""
+    from .output import printable
+
     print(printable(text), file=sys.stderr, flush=True)
 
 
@@ -160,14 +161,25 @@ def _tune_gc() -> None:
     gc.enable()
 
 
-def _run_plain(plain: Plain) -> None:
+def _run_plain(plain: Plain) -> NoReturn:
     """``zotd`` with plain options (:func:`~.argv.plain_daemon`): the daemon,
-    exiting as the app would (with its code; 130 on Ctrl+C)."""
+    exiting as the app would (with its code; 130 on Ctrl+C), and quietly on
+    a closed pipe as every command does (:func:`.output.quiet_on_broken_pipe`;
+    the daemon writes nothing to stdout, so that is all the wrapper would do)."""
     try:
         code = _foreground(plain.ext, plain.watch, plain.log_level, plain)
     except KeyboardInterrupt:
         sys.exit(130)
+    except (BrokenPipeError, BaseExceptionGroup) as exc:
+        from .output import quiet_on_broken_pipe  # (its tables cost a start a few ms: only now)
+
+        quiet_on_broken_pipe(functools.partial(_reraise, exc))()
+        raise
     sys.exit(code)
+
+
+def _reraise(exc: BaseException) -> None:
+    raise exc
 
 
 @asynccontextmanager
@@ -339,6 +351,7 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
     import msgspec
 
     from .common import print_json
+    from .output import duration, printable
 
     paths, config = settings(where, "zotd")
     st = _status_or_die(paths, config)
@@ -503,8 +516,7 @@ def main() -> None:
     """Entry point of the ``zotd`` command."""
     plain = plain_daemon(sys.argv[1:])
     if plain is not None:
-        quiet_on_broken_pipe(functools.partial(_run_plain, plain))()
-        return
+        _run_plain(plain)
     gc.enable()  # (python -m zotd turns it off: see _tune_gc)
     from .common import entry
 

@@ -9,9 +9,7 @@ the file's own directory, so every process reads the same path.
 
 from __future__ import annotations
 
-import difflib
 import re
-import tomllib
 import types
 import typing
 from pathlib import Path
@@ -357,6 +355,8 @@ def _locate(parts: list[Part | None], data: bytes) -> tuple[str, list[Part | Non
     one): the first entry that fails on its own, and its own message."""
     if parts[:2] != ["extensions", None]:
         return None
+    import tomllib  # (msgspec loads it to decode a config file; without one, never)
+
     try:
         tables = tomllib.loads(data.decode()).get("extensions")
     except (tomllib.TOMLDecodeError, UnicodeDecodeError):
@@ -373,6 +373,8 @@ def _locate(parts: list[Part | None], data: bytes) -> tuple[str, list[Part | Non
 
 
 def _unknown_message(parts: list[Part], key: str) -> str:
+    import difflib  # (only for a mistake: the daemon's start does without it)
+
     names = _field_names(_type_at(parts))
     where = [*parts, key]
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)

@@ -8,7 +8,6 @@ values of :class:`zotd.runtime.extension.State`.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -50,6 +49,8 @@ def close_matches(name: str, candidates: Iterable[str], *, fold: bool = False) -
     """
     if len(name) > MAX_COMPARED:
         return []
+    import difflib  # (only for a name nobody has: the daemon's start does without it)
+
     if not fold:
         pool = sorted({c for c in candidates if c != name})
         return difflib.get_close_matches(name, pool, n=MAX_SUGGESTIONS, cutoff=CUTOFF)

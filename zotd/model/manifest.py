@@ -21,7 +21,6 @@ blocking), and read up to :data:`MAX_MANIFEST_BYTES`.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
@@ -291,6 +290,8 @@ def unknown_key_warnings(data: bytes) -> list[str]:
         if key in KNOWN_KEYS:
             continue
         warning = f"{MANIFEST}: unknown key `{key}` (ignored)"
+        import difflib  # (only for an unknown key: the daemon's start does without it)
+
         close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
         if close:
             warning += f"; did you mean `{close[0]}`?"

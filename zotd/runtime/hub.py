@@ -34,6 +34,14 @@ from .workspace import Context, Workspace
 
 log = logging.getLogger(__name__)
 
+#: Seconds after its start the daemon waits before it reads the global
+#: extensions ahead (:mod:`~zotd.runtime.prefill`), unless a workspace has
+#: opened by then: that one reads them itself, and a prefill beside it would
+#: only compete with it (for the GIL, and for the cores its extensions start
+#: on). A daemon started for a client (autostart, socket activation) is
+#: joined at once; one started ahead (``zotd start``, a service) reads ahead.
+PREFILL_AFTER = 0.05
+
 
 class Hub:
     """The workspaces, admission counters, status and shutdown state of a daemon.
@@ -64,6 +72,7 @@ class Hub:
         )
         self.shutting_down = False
         self._shutdown = trio.Event()
+        self._joined = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._started_at = 0.0
         #: Tasks run beside the workspaces for as long as :meth:`run` runs, each
@@ -95,12 +104,20 @@ class Hub:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.shared.open(nursery, self.ctx)
-            nursery.start_soon(prefill.warm, self.ctx)  # (the first workspace opens faster)
+            nursery.start_soon(self._prefill)
             for service in self.services:
                 nursery.start_soon(service, self)
             nursery.start_soon(self.audit.run)
             task_status.started()
             await trio.sleep_forever()
+
+    async def _prefill(self) -> None:
+        """Reads the global extensions ahead (the first workspace opens
+        faster), unless one opens within :data:`PREFILL_AFTER`."""
+        with trio.move_on_after(PREFILL_AFTER):
+            await self._joined.wait()
+        if not self._joined.is_set():
+            await prefill.warm(self.ctx)
 
     # --- workspaces -----------------------------------------------------------------
 
@@ -115,6 +132,7 @@ class Hub:
         if ws is None or ws.stopping:
             assert self._nursery is not None, "Hub.run is not running"
             ws = Workspace(root, self.ctx, provider=provider, model=model, shared=self.shared)
+            self._joined.set()
             ws.audit = self.audit
             self.workspaces[root] = ws
             self._nursery.start_soon(self._run_workspace, ws)
