@@ -10,7 +10,7 @@ Each :class:`~.extension.Extension` keeps the calls it is serving
 (:class:`Served`, by request id): a spontaneous ``open_panel`` goes to the
 agent of one of them, a nested ``call_tool`` names one as its
 ``parent_id``, and what a served call started ends with it
-(:meth:`Served.end`).
+(:meth:`Served.end`). A workspace's tool call is a :class:`ServedCall`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import msgspec
+
+from ..model.errors import RequestError
+from ..protocol import agent as ap
+from ..protocol import extension as ep
 from .panels import Subscriber
+
+if TYPE_CHECKING:
+    from .extension import Extension
 
 log = logging.getLogger(__name__)
 
@@ -68,3 +77,64 @@ class Served:
                 callback()
             except Exception:  # one bad callback must not keep the others
                 log.exception("ending a nested call failed")
+
+
+class ServedCall(Served):
+    """A tool call started by ``Workspace.start_call``, served by its
+    extension (its entry in ``Extension.serving``): its frame, what the
+    reply (or error) becomes for ``done``, its withdrawal. One object, not
+    a closure each: this is the path of every call."""
+
+    __slots__ = ("args", "done", "ext", "progress", "rid", "timeout")
+
+    def __init__(
+        self,
+        ext: Extension,
+        name: str,
+        args: msgspec.Raw,
+        timeout: float | None,
+        done: Callable[[ap.CallData | RequestError], None],
+        caller: Caller,
+        progress: Callable[[str, ep.ToolProgress], None] | None,
+    ) -> None:
+        self.tool = name
+        self.caller = caller
+        self.on_end = []
+        self.ext = ext
+        self.args = args
+        self.timeout = timeout
+        self.done = done
+        self.progress = progress
+        self.rid = ""
+
+    def frame(self, rid: str) -> bytes:
+        """Its ``tool_call`` frame, under the request id ``rid``."""
+        return ep.encode(ep.ToolCall(rid, self.tool, self.args))
+
+    def on_progress(self, frame: ep.ToolProgress) -> None:
+        """A ``tool_progress`` frame of the call, for whoever asked for them."""
+        if self.progress is not None:
+            self.progress(self.ext.name, frame)
+
+    def on_reply(self, outcome: ep.ToolResult | RequestError) -> None:
+        """The extension's reply (or the error): ``done`` gets the ``call_tool`` data."""
+        # Served no more (once: whichever of this and `withdraw` comes first).
+        if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
+            self.end()
+        if not isinstance(outcome, RequestError):  # the `call_tool` reply for a `tool_result`
+            o = outcome
+            data = ap.CallData(self.ext.name, o.content, o.is_error, o.structured_content)
+            if o.activate_tools:
+                data.activate_tools = o.activate_tools
+            self.done(data)
+        elif outcome.code == ap.ErrorCode.TIMEOUT:
+            msg = f"tool {self.tool!r} ({self.ext.name}) did not answer within {self.timeout:g} s"
+            self.done(RequestError(ap.ErrorCode.TIMEOUT, msg))
+        else:
+            self.done(outcome)
+
+    def withdraw(self) -> None:
+        """The call is not wanted any more: its extension is told (see ``Extension.withdraw``)."""
+        if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
+            self.end()
+        self.ext.withdraw(self.rid)

@@ -26,7 +26,7 @@ from ..protocol import extension as ep
 from ..protocol.frames import is_json_object
 from . import lookup, system_prompt
 from .audit_trail import AuditTrail, recording
-from .callers import Caller, Served
+from .callers import Caller, ServedCall
 from .extension import Extension
 from .intercept import Decision, Outcome, order
 from .panels import Panels, Subscriber
@@ -48,65 +48,6 @@ _NOT_INTERACTIVE = (
 
 def _nothing() -> None:
     pass
-
-
-class _ToolCall(Served):
-    """A tool call started by :meth:`Requests.start_call`, served by its
-    extension (its entry in ``Extension.serving``): its frame, what the
-    reply (or error) becomes, its withdrawal. One object, not a closure
-    each: this is the path of every call."""
-
-    __slots__ = ("args", "done", "ext", "progress", "rid", "timeout")
-
-    def __init__(
-        self,
-        ext: Extension,
-        name: str,
-        args: msgspec.Raw,
-        timeout: float | None,
-        done: Callable[[ap.CallData | RequestError], None],
-        caller: Caller,
-        progress: Callable[[str, ep.ToolProgress], None] | None,
-    ) -> None:
-        self.tool = name
-        self.caller = caller
-        self.on_end = []
-        self.ext = ext
-        self.args = args
-        self.timeout = timeout
-        self.done = done
-        self.progress = progress
-        self.rid = ""
-
-    def frame(self, rid: str) -> bytes:
-        return ep.encode(ep.ToolCall(rid, self.tool, self.args))
-
-    def on_progress(self, frame: ep.ToolProgress) -> None:
-        if self.progress is not None:
-            self.progress(self.ext.name, frame)
-
-    def served_no_more(self) -> None:  # (once: whichever of the two comes first)
-        if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
-            self.end()
-
-    def on_reply(self, outcome: ep.ToolResult | RequestError) -> None:
-        if self.ext.serving.pop(self.rid, None) is not None and self.on_end:
-            self.end()  # (`served_no_more`, inline)
-        if not isinstance(outcome, RequestError):  # the `call_tool` reply for a `tool_result`
-            o = outcome
-            data = ap.CallData(self.ext.name, o.content, o.is_error, o.structured_content)
-            if o.activate_tools:
-                data.activate_tools = o.activate_tools
-            self.done(data)
-        elif outcome.code == ap.ErrorCode.TIMEOUT:
-            msg = f"tool {self.tool!r} ({self.ext.name}) did not answer within {self.timeout:g} s"
-            self.done(RequestError(ap.ErrorCode.TIMEOUT, msg))
-        else:
-            self.done(outcome)
-
-    def withdraw(self) -> None:
-        self.served_no_more()
-        self.ext.withdraw(self.rid)
 
 
 class Requests:
@@ -265,7 +206,7 @@ class Requests:
                 done(ap.CallData(ext.name, [ep.TextBlock(_NOT_INTERACTIVE % name)], True))
                 return _nothing
             # (an extension's call: within its own deadline, as in zot)
-        call = _ToolCall(ext, name, args, timeout, done, caller, progress)
+        call = ServedCall(ext, name, args, timeout, done, caller, progress)
         call.rid = rid = ext.ask(
             call.frame,
             ep.ToolResult,
