@@ -526,3 +526,27 @@ async def test_an_mcp_server_that_cannot_be_spoken_to_fails_lazy_or_not(
             assert "cannot speak MCP" in ext.last_error, name
             assert "not started: cannot speak MCP" in log_of(paths, name)
         assert sp.spawns == []
+
+
+async def test_a_sleeping_extensions_state_for_running_is_made_when_first_used(
+    autojump_clock: trio.testing.MockClock, paths: Paths, project: Path
+) -> None:
+    # Asleep on its cache, an extension is listed with only what a listing
+    # needs; the rest is made when first read, keeping what was set before.
+    lazy(paths, "lz")
+    await fill_cache(paths, project, "lz", [])
+    async with workspace(paths, project, {"lz": tool_server("lz", [])}) as (ws, sp):
+        ext = ws.extensions["lz"]
+        assert tool_names(ws) == ["t"] and ext.state == "sleeping"
+        assert "_calls" not in vars(ext) and "metrics" not in vars(ext)
+        ext.workspaces = 3  # (as the shared pool sets it)
+        ext.restart_reason = "crashed"  # (as a restart sets it)
+        assert ext.late_replies == 0  # (read: the rest is made now)
+        assert "_calls" in vars(ext)
+        assert (ext.workspaces, ext.restart_reason) == (3, "crashed")
+        with pytest.raises(AttributeError, match="no attribute 'no_such'"):
+            ext.no_such  # type: ignore[attr-defined]  # noqa: B018
+        # Made late, it still holds what it is asked while asleep, and wakes.
+        data = await ws.call_tool("t", Raw(b"{}"), None)
+        assert data.content == [ep.TextBlock("t done")]
+        assert [n for n, _ in sp.spawns] == ["lz"]

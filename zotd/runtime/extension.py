@@ -21,6 +21,10 @@ request still pending fails at once with
 :class:`~zotd.model.errors.RequestError`; nothing waits for its deadline. So
 does a process that closes its stdout and stays alive: no reply can come, so
 its requests fail and it is stopped (and restarted, as a crash is).
+
+A lazy one's state for running (its log, counters, events, the holder of
+its requests) is made when first used (:mod:`.ext_late`): asleep, it is
+listed for little more than its name and registrations.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -37,26 +40,19 @@ from ..model import noise
 from ..model.config import Config
 from ..model.errors import RequestError, extension_failed
 from ..model.manifest import Found, runs_nothing
-from ..model.metrics import Counters
 from ..model.restart import spawn_error
 from ..protocol import extension as ep
-from ..protocol.agent import ErrorCode, ExtensionInfo, HandshakeInfo, Shadowed
+from ..protocol.agent import ErrorCode, ExtensionInfo, Shadowed
 from . import status, stopping
-from .callers import Served
 from .calls import Calls
 from .dozing import Prefetched
+from .ext_late import Late
 from .ext_requests import Requestable
-from .extension_log import ExtensionLog
 from .inbox import Inbox
 from .link import Link
-from .outcome import Outcome
 from .process import Process, Spawner
 from .sleep_cycle import SleepCycle
 from .status import RUNNING, Host, State
-from .waking import Waking
-
-if TYPE_CHECKING:
-    from .mcp_link import McpLink
 
 __all__ = ["DRAIN_TIMEOUT", "NOISE_PER_SECOND", "RUNNING", "Extension", "Host", "State"]
 
@@ -74,7 +70,7 @@ EOF_GRACE = 0.5
 NOISE_PER_SECOND = noise.PER_SECOND
 
 
-class Extension(Requestable, SleepCycle):
+class Extension(Requestable, SleepCycle, Late):
     """Supervises one extension process for one workspace.
 
     Args:
@@ -107,76 +103,30 @@ class Extension(Requestable, SleepCycle):
         self.found = found
         self.name = found.name
         self.log_path = log_path
-        self.log = ExtensionLog(found.name, log_path, config.max_log_bytes)
         self._host = host
         self._config = config
         self._spawner = spawner
         self._env = env
         enabled = found.manifest.enabled if found.manifest else True
         self.state = State.STARTING if enabled else State.DISABLED
-        self.pid: int | None = None
-        self.exit_code: int | None = None
         self.last_error = found.error
         self.restarts = 0
-        #: Why it was last restarted ("" if never).
-        self.restart_reason = ""
-        #: When (trio time) it is to be started again, while ``restarting``.
-        self.restart_at: float | None = None
-        #: When (trio time) its process was spawned.
-        self.started_at: float | None = None
         #: What it subscribed to, and intercepts (set by its :class:`Inbox`).
         self.events: set[str] = set()
         self.intercepts: set[str] = set()
-        #: What its ``hello`` says it can do (``tool_cancel`` and
-        #: ``call_tool`` change what it is sent; the rest is informational).
-        self.capabilities: list[str] = []
-        #: A warning about its ``hello`` (another name than its manifest's), or "".
-        self.hello_warning = ""
-        #: The tool calls it is serving now, by request id (see zotd.runtime.callers).
-        self.serving: dict[str, Served] = {}
-        #: Replies that came for no pending request (after a ``cancel``, or
-        #: after the host stopped waiting): dropped, and counted here.
-        self.late_replies = 0
-        #: Calls, errors, latencies and intercept answers (kept across restarts).
-        self.metrics = Counters()
-        #: How its last start's handshake went (``None`` before any start).
-        self.handshake: HandshakeInfo | None = None
         #: What this run registered, in order (for a shared extension's new
         #: workspaces, and a lazy one's cache).
         self.registrations: list[ep.RegisterCommand | ep.RegisterTool] = []
-        #: How many workspaces use this process (1 unless it is shared).
-        self.workspaces = 1
         #: Set once the extension is ready, has failed, exited or is disabled, or
         #: its ready grace has passed (an agent's ``hello`` waits for this).
         self.settled = trio.Event()
-        #: Set once :meth:`run` has finished.
-        self.finished = trio.Event()
-        #: Set once :meth:`stop` was called: its end is asked for, not a crash.
-        self.stop_requested = trio.Event()
-        self._process: Process | None = None
-        self._process_exited = trio.Event()
-        #: A stop's code, and why zotd failed the run itself: how it ended.
-        self._outcome = Outcome()
-        self._winding_down = False
         if cache_dir is None and not callable(env) and env.get("ZOT_HOME"):
             cache_dir = Path(env["ZOT_HOME"]) / "cache" / "registrations"
         self._init_sleep(config, cache_dir, prefetched)
-        #: Its requests: held while it sleeps or wakes, else through the run's link.
-        self._calls = Waking(
-            self,
-            idle_stop=self.idle_stop,
-            queue=config.extension_queue,
-            queue_bytes=config.extension_queue_bytes,
-        )
-        #: An MCP server's client session (:mod:`.mcp_link`), else ``None``.
-        self._mcp: McpLink | None = None
-        #: The current run's requests: down its stdin (zot's protocol), or as
-        #: an MCP client's requests (an MCP server: :mod:`.mcp_calls`). A lazy
-        #: one has none until it first runs (a sleeping MCP server does not
-        #: even import the `mcp` package).
-        self._link: Link | None = None if self.lazy else self._new_link()
-        #: Its stdout's reader and its handshake; made when the process starts.
-        self._inbox: Inbox | None = None
+        self._start_later = None
+        self._late = True
+        if not self.lazy:  # (a lazy one's is made when first used: see ext_late)
+            self._complete()
 
     # --- lifetime ---------------------------------------------------------------
 
@@ -420,7 +370,7 @@ class Extension(Requestable, SleepCycle):
             self._outcome.stop_code = code
         self.stop_requested.set()
         if self.dormant:  # asleep with no supervisor (see doze): it ends here
-            self._calls.on_want = None
+            self._start_later = None
             self.state = State.EXITED
             self._finish()
             return

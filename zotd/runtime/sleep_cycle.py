@@ -72,6 +72,11 @@ class SleepCycle:
     _process_exited: trio.Event
     _outcome: Outcome
     _winding_down: bool
+    _start_later: Callable[[], None] | None
+    _late: bool
+    _slept: list[ep.RegisterCommand | ep.RegisterTool] | None
+    _dozing: bool
+    _became_ready: trio.Event
 
     def _init_sleep(
         self, config: Config, cache_dir: Path | None, prefetched: Prefetched | None
@@ -86,11 +91,6 @@ class SleepCycle:
         self._prefetched = prefetched
         #: What its cache holds now (an unchanged listing is not written again).
         self._cached: Cached | None = None
-        #: What was listed while it slept (from a wake until it is ready).
-        self._slept: list[ep.RegisterCommand | ep.RegisterTool] | None = None
-        #: Being put to sleep for idleness (its end is no crash).
-        self._dozing = False
-        self._became_ready = trio.Event()
 
     @property
     def _ext(self) -> Extension:
@@ -121,14 +121,26 @@ class SleepCycle:
         self._prefetched = None
         self._cached = prefetched[0]
         dozing.register(self._ext, self._host, self._cached)
-        self._asleep()
-        self._calls.on_want = start
+        self._start_later = start
+        if self._late:  # (its requests' holder, made when first asked, holds them)
+            self.state = State.SLEEPING
+            self.settled.set()
+            self._host.on_changed(self._ext)
+        else:
+            self._asleep()
+            self._calls.on_want = self._begin
         return True
 
     @property
     def dormant(self) -> bool:
         """Whether it dozes with no supervisor task (see :meth:`doze`)."""
-        return self._calls.on_want is not None
+        return self._start_later is not None
+
+    def _begin(self) -> None:
+        """Something wants a dozing one: its supervisor starts (once)."""
+        start, self._start_later = self._start_later, None
+        if start is not None:
+            start()
 
     async def _lifetime(self) -> None:
         """Its runs: one, or for a lazy or idle-stopping one, sleep, wake,

@@ -244,8 +244,15 @@ class Workspace(Requests):
         if self._shared is not None and shares(found):
             return self._shared.attach(self, found)
         ext = self._new(found)
-        if ext.run_inert():  # nothing to run: no restart loop either
+        if ext.doze(partial(self._launch, ext)):  # (its supervisor starts when wanted)
             return ext
+        if not ext.run_inert():  # (one that runs nothing needs no restart loop)
+            self._launch(ext)
+        return ext
+
+    def _launch(self, ext: Extension) -> None:
+        """Starts ``ext``'s restart loop in the workspace's nursery."""
+        assert self._nursery is not None
         keep = partial(
             keeper.keep,
             ext,
@@ -254,10 +261,7 @@ class Workspace(Requests):
             renew=lambda old: self._new(old.found),
             changed=self._states.changed,
         )
-        start = partial(self._nursery.start_soon, keep, name=f"extension {ext.name}")
-        if not ext.doze(start):  # (a lazy one asleep on its cache starts when wanted)
-            start()
-        return ext
+        self._nursery.start_soon(keep, name=f"extension {ext.name}")
 
     def _current(self, ext: Extension) -> bool:
         return not self.stopping and self.extensions.get(ext.name) is ext
