@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 async def warm(ctx: Context) -> None:
     """Reads the global and explicit extensions, and the lazy ones' caches,
-    in a worker thread (:meth:`Context.read_outer <.workspace.Context.read_outer>`).
+    in a worker thread (:meth:`Context.read_outer <.finding.Context.read_outer>`).
     Never raises ``Exception`` (a problem is logged: each workspace meets it
     again, and says so)."""
 

@@ -19,8 +19,7 @@ the coalescing of ``extension_state`` pushes is
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,21 +27,16 @@ from typing import TYPE_CHECKING
 import trio
 
 from .. import EXTENSION_PROTOCOL_VERSION, __version__
-from ..model import trust
-from ..model.config import BUILTIN_TOOLS, Config
-from ..model.discovery import discover, read_outer
+from ..model.config import BUILTIN_TOOLS
 from ..model.manifest import Found
-from ..model.outer_scopes import Outer, OuterScopes
-from ..model.paths import Paths
 from ..model.registry import Registry
-from ..model.stamps import Look
 from ..protocol import agent as ap
 from ..protocol import extension as ep
-from . import dozing, keeper, one_way, threads
+from . import dozing, finding, keeper, one_way, threads
 from .extension import Extension, State
+from .finding import Context
 from .host_calls import HostCalls
 from .panels import Panels, Subscriber
-from .process import Spawner
 from .requests import Requests
 from .shared import shares
 from .state_pushes import StatePushes
@@ -50,33 +44,9 @@ from .state_pushes import StatePushes
 if TYPE_CHECKING:
     from .shared import SharedPool
 
+__all__ = ["Context", "Workspace"]  # (Context: what every workspace shares, in .finding)
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What every workspace of one daemon shares."""
-
-    config: Config
-    paths: Paths
-    explicit: Sequence[Path]
-    spawner: Spawner
-    env: Mapping[str, str]
-    #: The explicit and global extensions as the last workspace read them.
-    outer: OuterScopes = field(default_factory=OuterScopes, compare=False)
-
-    def read_outer(self) -> Outer:
-        """Blocking: the explicit and global extensions and the lazy ones'
-        caches, checked as a whole (see :mod:`zotd.model.outer_scopes`)."""
-        config = self.config
-        return self.outer.read(
-            read_outer,
-            explicit=self.explicit,
-            global_dir=self.paths.extensions_dir,
-            path_env=self.env.get("PATH", ""),
-            cache_dir=keeper.cache_dir(self.paths.home),
-            lazy=lambda f: f.manifest is not None and config.lazy_for(f.name, f.manifest.lazy),
-        )
 
 
 class Workspace(Requests):
@@ -182,45 +152,12 @@ class Workspace(Requests):
         return await threads.run_sync(self.discover)
 
     def discover(self) -> list[Found]:
-        """What the workspace's extensions are on disk now, one per name,
-        project-local ones marked if the user has not trusted them (a
-        project-local copy that may not run gives way to a global one: see
-        :func:`~zotd.model.discovery.discover`).
-
-        Blocks, bounded: it reads every manifest (regular files only, of
-        at most 64 KiB), and walks the directory of each project-local
-        extension (hashing it, up to the bounds of :mod:`zotd.model.trust`,
-        if it was trusted before). Async code calls :meth:`scan`.
-        """
-        vet = None
-        if not self._config.trust_project_extensions:
-            store = trust.load(self._ctx.paths.home)
-            vet = partial(trust.vet, workspace=self.root, store=store)
-        look = Look()  # (what discovery stamps, the caches' reads look up again)
-        outer = self._ctx.read_outer()
-        found = discover(
-            workspace=self.root,
-            global_dir=self._ctx.paths.extensions_dir,
-            explicit=self.dev_dirs,
-            path_env=self._ctx.env.get("PATH", ""),
-            vet=vet,
-            look=look,
-            outer=outer,
+        """What the workspace's extensions are on disk now, one per name
+        (:func:`.finding.find`; the lazy ones' caches are kept for their
+        start). Blocks, bounded; async code calls :meth:`scan`."""
+        found, self._prefetched = finding.find(
+            self._ctx, self.root, self.dev_dirs, skip=self._pooled
         )
-        for f in found:  # zotd.toml's `scope` over the manifest's
-            f.sharing = self._config.sharing_for(f.name, f.sharing)
-        read = {id(f): outer.caches.get((f.name, f.dir)) for f in [*outer.explicit, *outer.global_]}
-        ahead: dict[str, tuple[Found, dozing.Prefetched]] = {}
-        for f in found:  # (the outer ones' caches were read with them; a project's are read now)
-            cache = read.get(id(f))
-            if cache is not None and not self._pooled(f):
-                ahead[f.name] = (f, cache)
-        home = self._ctx.paths.home
-        project = [f for f in found if id(f) not in read]
-        ahead |= dozing.prefetch_lazy(
-            project, self._config, keeper.cache_dir(home), self._pooled, look
-        )
-        self._prefetched = ahead
         return found
 
     def _pooled(self, found: Found) -> bool:
