@@ -25,7 +25,7 @@ from tests.cli.test_cli import WAIT, Cli, wait_until
 from zotd.cli import zotd_cli
 from zotd.cli.argv import Plain, plain_daemon
 from zotd.client import connect
-from zotd.runtime import process
+from zotd.runtime import proc_figures, process
 
 cli = test_cli.cli  # the fixtures, as this module's own
 ext_dir = test_cli.ext_dir
@@ -234,3 +234,34 @@ def test_the_daemon_starts_its_watchdog_so() -> None:
         assert args[1:4] == ["-I", "-S", process._WATCHDOG]
     finally:
         watchdog.close()
+
+
+# --- an extension's figures without psutil ------------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc is Linux's")
+def test_the_proc_reader_gives_what_psutil_gives() -> None:
+    # (psutil is how the figures are read elsewhere, and what they were read with)
+    code = (
+        "import time\nx = bytearray(8 << 20)\nwhile time.process_time() < 0.1: pass\n"
+        "print('done', flush=True)\ntime.sleep(60)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"done\n"  # (its figures stay put from now on)
+        ours, theirs = proc_figures.read_proc(child.pid), proc_figures.read_psutil(child.pid)
+        assert ours.rss_bytes == theirs.rss_bytes > 8 << 20
+        assert ours.cpu_s == pytest.approx(theirs.cpu_s, abs=0.02)
+        # (psutil counts from the boot time in whole seconds)
+        assert ours.age_s == pytest.approx(theirs.age_s, abs=1.5)
+        assert ours.handle is None and theirs.handle is not None
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    with pytest.raises(FileNotFoundError):
+        proc_figures.read_proc(child.pid)
+    with pytest.raises(OSError, match=f"pid={child.pid}"):  # (psutil's error, as an OSError)
+        proc_figures.read_psutil(child.pid)

@@ -3,9 +3,9 @@
 :func:`look` gives the resident memory, the CPU seconds and the CPU
 percent since the last look at the same process, for one pid, inline on
 the event loop, as ``list_extensions`` and ``status`` build their entries.
-On Linux that is one read of ``/proc/PID/stat`` (a few microseconds; psutil
-reads the same fields, and importing it would cost every daemon's start
-some milliseconds); elsewhere psutil, imported at the first look. It never
+On Linux that is two reads of ``/proc`` (a few microseconds: the files
+psutil reads, whose import would cost every daemon's start some
+milliseconds); elsewhere psutil, imported at the first look. It never
 raises: a process that has just exited, or that cannot be read, gives
 :data:`NOTHING`.
 
@@ -107,9 +107,11 @@ def _look(key: tuple[int, float | None]) -> Figures:
 
 
 def read_proc(pid: int, handle: object = None) -> Reading:
-    """``pid``'s figures from ``/proc/PID/stat`` (Linux): ``utime`` and
-    ``stime`` (fields 14 and 15), ``starttime`` (22, in clock ticks since
-    boot) and ``rss`` (24, in pages), as ``proc(5)`` numbers them.
+    """``pid``'s figures from ``/proc`` (Linux): ``utime``, ``stime`` and
+    ``starttime`` (in clock ticks since boot) of ``/proc/PID/stat`` (fields
+    14, 15 and 22, as ``proc(5)`` numbers them), and the resident pages of
+    ``/proc/PID/statm`` (the second field: what psutil, ``VmRSS`` and ``ps``
+    show; ``stat``'s own ``rss`` may lag a little).
 
     Raises:
         OSError: no such process, or not ours to read.
@@ -118,11 +120,13 @@ def read_proc(pid: int, handle: object = None) -> Reading:
         stat = f.read()
     # (the name, field 2, is in parentheses and may hold anything: split after it)
     fields = stat[stat.rindex(b")") + 2 :].split()
+    with open(f"/proc/{pid}/statm", "rb") as f:
+        resident = int(f.read().split()[1])
     tick = _CLK_TCK
     started = int(fields[19]) / tick
     return Reading(
         cpu_s=(int(fields[11]) + int(fields[12])) / tick,
-        rss_bytes=int(fields[21]) * _PAGE_SIZE,
+        rss_bytes=resident * _PAGE_SIZE,
         age_s=time.clock_gettime(time.CLOCK_BOOTTIME) - started,
         handle=None,
     )
