@@ -33,8 +33,9 @@ ext_dir = test_cli.ext_dir
 #: What the daemon must not import to serve zot extensions: the CLI's
 #: framework and its help's renderer, the client library and anyio (the
 #: daemon is the server), the argument checker (only for a guard's rewrite),
-#: the MCP stack (only for an MCP server), the files it was told where to
-#: find (platformdirs), the launchd writer (plistlib), and test machinery.
+#: the MCP stack (only for an MCP server), watching files (only with
+#: ``--watch`` or ``zot ext dev``), the files it was told where to find
+#: (platformdirs), the launchd writer (plistlib), and test machinery.
 HEAVY = frozenset(
     {
         "cyclopts",
@@ -47,7 +48,10 @@ HEAVY = frozenset(
         "referencing",
         "mcp",
         "pydantic",
+        # zotd --watch and zot ext dev only
         "watchfiles",
+        "zotd.runtime.dev",
+        "zotd.runtime.watch",
         "textual",
         "platformdirs",
         "plistlib",

@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -37,11 +38,13 @@ from ..model.errors import RequestError
 from ..model.logfiles import tail
 from ..model.manifest import Found, Scope
 from ..protocol import agent as ap
-from . import dev as dev_mode
 from . import threads
 from .extension import State
 from .hub import Hub
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from . import dev as dev_mode
 
 Code = ap.ErrorCode
 
@@ -342,4 +345,6 @@ async def dev(
     Cancellation: the start is carried through (shielded); the session,
     already begun, takes the directory out again once the connection ends.
     """
+    from . import dev as dev_mode  # (and its watchfiles feed: not at every daemon's start)
+
     return await dev_mode.start_dev(hub, ws, client, directory)
