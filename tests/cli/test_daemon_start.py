@@ -25,7 +25,7 @@ from tests.cli.test_cli import WAIT, Cli, wait_until
 from zotd.cli import zotd_cli
 from zotd.cli.argv import Plain, plain_daemon
 from zotd.client import connect
-from zotd.runtime import proc_figures, process
+from zotd.runtime import proc_figures, process, watchdog
 
 cli = test_cli.cli  # the fixtures, as this module's own
 ext_dir = test_cli.ext_dir
@@ -216,9 +216,8 @@ def test_the_app_is_still_there_for_whoever_asks() -> None:
 
 def test_the_watchdog_starts_on_what_a_bare_interpreter_has_loaded(short_tmp: Path) -> None:
     # As the daemon starts it (-I -S), told nothing, it exits at once.
-    assert Path(process._WATCHDOG).is_file()
     out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-I", "-S", process._WATCHDOG, "ZOTD_INSTANCE=x"],
+        [sys.executable, "-X", "importtime", "-I", "-S", watchdog.__file__, "ZOTD_INSTANCE=x"],
         input=b"",
         capture_output=True,
         check=True,
@@ -230,14 +229,34 @@ def test_the_watchdog_starts_on_what_a_bare_interpreter_has_loaded(short_tmp: Pa
 
 
 def test_the_daemon_starts_its_watchdog_so() -> None:
-    watchdog = process.Watchdog()
+    started = process.Watchdog(watchdog.launch())  # (as zotd does, before its imports)
     try:
-        assert watchdog._process is not None
-        args = watchdog._process.args
+        assert started._process is not None
+        args = started._process.args
         assert isinstance(args, list)
-        assert args[1:4] == ["-I", "-S", process._WATCHDOG]
+        assert args[1:] == [
+            "-I",
+            "-S",
+            os.path.abspath(watchdog.__file__),
+            f"ZOTD_INSTANCE={started.instance}",
+        ]
+        assert started.instance.startswith(f"{os.getpid()}-")
     finally:
-        watchdog.close()
+        started.close()
+    assert started._process is None
+
+
+def test_the_watchdog_can_be_started_before_the_daemon_is_imported() -> None:
+    probe = (
+        "import sys, json\n"
+        "from zotd.runtime import watchdog\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = set(json.loads(out.stdout))
+    assert not loaded & {"trio", "zotd.runtime.process", "zotd.runtime.daemon", "msgspec"}
 
 
 # --- an extension's figures without psutil ------------------------------------------------

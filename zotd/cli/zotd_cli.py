@@ -22,6 +22,8 @@ from .. import __version__
 from .argv import Place, Plain, die, plain_daemon, settings, zotd_argv
 
 if TYPE_CHECKING:
+    import subprocess
+
     from cyclopts import App, Parameter
 
     from ..client import Client
@@ -86,11 +88,31 @@ def _foreground(
 ) -> int:
     gc.disable()  # until the daemon is built (see _tune_gc)
     try:
+        paths, config = settings(where, "zotd")
+        dirs = _check_ext(ext)
+        _check_watch(watch, dirs)
+        level = (log_level or config.log_level).upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            die(f"zotd: --log-level must be debug, info, warning or error, not {log_level!r}", 2)
+        import logging
+
+        from ..model import service
+        from ..runtime import watchdog
+
+        logging.basicConfig(
+            level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+        )
+        passed = service.listen_fds()  # socket activation: before anything is spawned
+        try:  # then the watchdog: its start overlaps the imports below
+            launched = watchdog.launch()
+        except OSError:
+            launched = None  # (the daemon tries again, and says why)
+        # What serving needs, and no more (see the module's docstring).
         import trio
 
         from ..runtime.listener import AlreadyRunning, SocketError
 
-        daemon = _daemon(ext, watch, log_level, where)
+        daemon = _daemon(paths, config, dirs, passed, watch, launched)
     except BaseException:
         gc.enable()
         raise
@@ -105,30 +127,31 @@ def _foreground(
 
 
 def _daemon(
-    ext: list[Path] | None, watch: bool, log_level: str | None, where: Place | None
+    paths: Paths,
+    config: Config,
+    dirs: list[Path],
+    passed: list[int],
+    watch: bool,
+    launched: tuple[str, subprocess.Popen[bytes]] | None,
 ) -> Daemon:
-    """The daemon the options say, its log configured; exits on a bad option."""
-    # What serving needs, and no more (see the module's docstring).
+    """The daemon, on the first socket ``passed`` if any, with its watchdog if
+    it was ``launched``."""
     import logging
 
-    from ..model import service
     from ..runtime.daemon import Daemon
+    from ..runtime.process import Watchdog
 
-    paths, config = settings(where, "zotd")
-    dirs = _check_ext(ext)
-    _check_watch(watch, dirs)
-    level = (log_level or config.log_level).upper()
-    if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-        die(f"zotd: --log-level must be debug, info, warning or error, not {log_level!r}", code=2)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
-    passed = service.listen_fds()  # socket activation: before anything is spawned
     if len(passed) > 1:
         logging.getLogger("zotd").warning(
             "%d sockets passed; serving the first (fd %d)", len(passed), passed[0]
         )
-    daemon = Daemon(config, paths, explicit=dirs, listen_fd=passed[0] if passed else None)
+    daemon = Daemon(
+        config,
+        paths,
+        explicit=dirs,
+        listen_fd=passed[0] if passed else None,
+        watchdog=Watchdog(launched) if launched is not None else None,
+    )
     if watch:
         from ..runtime import dev
 

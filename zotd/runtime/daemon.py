@@ -76,6 +76,10 @@ class Daemon:
         listen_fd: a listening Unix socket passed by the service manager
             (socket activation, :func:`~zotd.model.service.listen_fds`), served
             instead of binding ``paths.socket``; zotd never removes its file.
+        watchdog: the watchdog, if it was started already (the ``zotd``
+            command starts it before it imports the daemon, so that its start
+            overlaps those imports); the daemon closes it at exit. Without
+            it, one is started as the daemon starts (with the default spawner).
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class Daemon:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         listen_fd: int | None = None,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.config = config
         self.paths = paths
@@ -104,6 +109,7 @@ class Daemon:
         self.sessions: set[ClientSession] = set()
         self._nursery: trio.Nursery | None = None
         self._listen_fd = listen_fd
+        self._watchdog = watchdog
         #: Connections refused since the cap was last reached (0: not at it).
         self._over_cap = 0
 
@@ -155,7 +161,13 @@ class Daemon:
             AlreadyRunning: another daemon answers on the socket.
             SocketError: the socket cannot be bound.
         """
-        lock = acquire_lock(lock_path(self.paths.socket))
+        watchdog, self._watchdog = self._watchdog, None
+        try:
+            lock = acquire_lock(lock_path(self.paths.socket))
+        except BaseException:
+            if watchdog is not None:
+                watchdog.close()
+            raise
         self._lift_fd_limit()
         try:
             await admin.clean_staging(self.paths.extensions_dir)
@@ -165,6 +177,8 @@ class Daemon:
                 listener = adopt_unix_listener(self._listen_fd)
         except BaseException:
             os.close(lock)
+            if watchdog is not None:
+                watchdog.close()
             raise
         if self._listen_fd is None:
             identity = socket_identity(self.paths.socket)
@@ -180,14 +194,13 @@ class Daemon:
                     passed,
                     self.paths.socket,
                 )
-        watchdog = None
-        if self.hub.ctx.spawner is spawn:
+        if watchdog is None and self.hub.ctx.spawner is spawn:
             try:
                 watchdog = Watchdog()
             except OSError as exc:
                 log.warning("no watchdog process (%s): a killed daemon may leave extensions", exc)
-            else:
-                self.hub.ctx = dataclasses.replace(self.hub.ctx, spawner=watchdog)
+        if watchdog is not None:
+            self.hub.ctx = dataclasses.replace(self.hub.ctx, spawner=watchdog)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

@@ -26,7 +26,6 @@ import ctypes
 import itertools
 import logging
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -37,16 +36,12 @@ from typing import Protocol
 import trio
 
 from ..model.environment import INSTANCE
+from . import watchdog
 
 log = logging.getLogger(__name__)
 
 #: How long the daemon waits for the watchdog's last sweep at exit.
 WATCHDOG_EXIT_TIMEOUT = 10.0
-
-#: The watchdog's program: its file, run by an isolated interpreter without
-#: ``site`` (``-I -S``: it needs the standard library only, and starts in
-#: half the time), or the module if there is no file to run.
-_WATCHDOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watchdog.py")
 
 
 class Process(Protocol):
@@ -228,24 +223,22 @@ class Watchdog:
     find what the extension started outside its group. :meth:`close` at
     exit, once every extension is stopped: the watchdog then sees end of
     file, kills whatever still carries this daemon's mark, and exits.
+
+    Args:
+        launched: what :func:`.watchdog.launch` returned, if the process was
+            started already (the ``zotd`` command starts it before it imports
+            the daemon); else it is started here.
+
+    Raises:
+        OSError: the process could not be started.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, launched: tuple[str, subprocess.Popen[bytes]] | None = None) -> None:
+        instance, process = launched or watchdog.launch()
         #: This daemon's mark: unique to it, on this machine and over time.
-        self.instance = f"{os.getpid()}-{secrets.token_hex(8)}"
+        self.instance = instance
         self._numbers = itertools.count(1)
-        if os.path.isfile(_WATCHDOG):
-            program = ["-I", "-S", _WATCHDOG]
-        else:  # (a zip, say)
-            program = ["-m", "zotd.runtime.watchdog"]
-        self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, *program, f"{INSTANCE}={self.instance}"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # not in the daemon's group: it must outlive it
-            close_fds=True,
-        )
+        self._process: subprocess.Popen[bytes] | None = process
 
     def __call__(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], stderr: int

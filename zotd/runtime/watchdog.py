@@ -1,7 +1,7 @@
 """A small process that outlives the daemon just long enough to end its extensions.
 
-Run as ``python -m zotd.runtime.watchdog MARK``, started by the daemon with a
-pipe on its stdin. ``MARK`` is ``ZOTD_INSTANCE=<id>``: the daemon sets
+Run as ``python -I -S .../watchdog.py MARK`` (:func:`launch`), started by the
+daemon with a pipe on its stdin. ``MARK`` is ``ZOTD_INSTANCE=<id>``: the daemon sets
 ``ZOTD_INSTANCE=<id>.<n>`` in the environment of its n-th extension process,
 and every process that extension starts inherits it, whatever process group
 or session it moves to (``setsid``, a double fork).
@@ -35,6 +35,7 @@ import time
 TYPE_CHECKING = False  # (typing itself would double the start)
 if TYPE_CHECKING:
     import signal
+    import subprocess
     from collections.abc import Callable
 else:
     try:
@@ -45,6 +46,39 @@ else:
 #: Rounds of the sweep at most: it repeats until a round finds nobody (a
 #: marked process may fork while it is being killed).
 SWEEP_ROUNDS = 200
+
+
+def launch() -> tuple[str, subprocess.Popen[bytes]]:
+    """The daemon's side: starts the watchdog of this process, and returns
+    its mark (``<pid>-<random>``, unique to this daemon, on this machine and
+    over time) and the process (its stdin the pipe to write to).
+
+    It runs this file by an isolated interpreter without ``site`` (``-I
+    -S``: nothing but the standard library, and half the start), or the
+    module if there is no file to run (a zip, say). The ``zotd`` command
+    calls this before it imports the daemon, so that the watchdog's start
+    overlaps those imports (see :class:`~zotd.runtime.process.Watchdog`).
+
+    Raises:
+        OSError: the process could not be started.
+    """
+    import secrets
+    import subprocess
+
+    from ..model.environment import INSTANCE
+
+    instance = f"{os.getpid()}-{secrets.token_hex(8)}"
+    here = os.path.abspath(__file__)
+    program = ["-I", "-S", here] if os.path.isfile(here) else ["-m", "zotd.runtime.watchdog"]
+    process = subprocess.Popen(
+        [sys.executable, *program, f"{INSTANCE}={instance}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # not in the daemon's group: it must outlive it
+        close_fds=True,
+    )
+    return instance, process
 
 
 def main() -> None:
