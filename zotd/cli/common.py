@@ -1,11 +1,14 @@
-"""What both CLIs share: finding the socket and config, calling the daemon, printing."""
+"""What the CLIs share: finding the socket and config, calling the daemon (and
+zotd's operator connection), printing."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,6 +20,8 @@ from cyclopts import App, Parameter
 from .. import __version__
 from ..client import Client, NotRunning, ZotdError, connect
 from ..model.config import Config
+from ..model.paths import Paths
+from ..protocol import agent as ap
 
 # (where they live, without cyclopts: the daemon reads its command line with them)
 from .argv import Misplaced
@@ -152,3 +157,64 @@ def entry(app: App, prog: str, rewrite: Callable[[Sequence[str]], list[str]]) ->
         app(argv)
 
     quiet_on_broken_pipe(go)()
+
+
+# --- zotd's operator connection -------------------------------------------------------
+
+
+@asynccontextmanager
+async def operator(paths: Paths, config: Config) -> AsyncIterator[Client]:
+    """An operator connection: authenticated, joined to no workspace."""
+    async with connect(
+        paths.socket, attach=False, client="zotd-cli", token=token_for(None, config), start=False
+    ) as zot:
+        yield zot
+
+
+async def daemon_status(paths: Paths, config: Config) -> ap.StatusData | None:
+    """The running daemon's status, or ``None`` if none answers.
+
+    Raises:
+        ZotdError: one answers, but not with a status (unauthorized, stopping, ...).
+    """
+    try:
+        async with operator(paths, config) as zot:
+            return await zot.status()
+    except NotRunning:
+        return None
+
+
+def status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
+    """:func:`daemon_status`, exiting with its message if one answers otherwise."""
+    try:
+        return run_async(functools.partial(daemon_status, paths, config))
+    except ZotdError as exc:
+        hint = " (set ZOTD_TOKEN, or token in zotd.toml)" if exc.code == "unauthorized" else ""
+        return die(f"zotd: {exc.message}{hint}")
+
+
+async def still_answers(paths: Paths, config: Config, pid: int) -> bool:
+    """Whether daemon ``pid`` still answers (under socket activation, our
+    connection may start a new one: that one does not count)."""
+    try:
+        st = await daemon_status(paths, config)
+    except ZotdError:
+        return True  # it answers, if only to say it is shutting down
+    return st is not None and st.pid == pid
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie counts as exited)."""
+    if os.path.isdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                return f.read().rpartition(b")")[2].split()[0] == b"Z"
+        except OSError:
+            return True
+    try:  # no /proc (macOS): ask the kernel
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False

@@ -13,8 +13,6 @@ import gc
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -26,10 +24,8 @@ if TYPE_CHECKING:
 
     from cyclopts import App, Parameter
 
-    from ..client import Client
     from ..model.config import Config
     from ..model.paths import Paths
-    from ..protocol import agent as ap
     from ..runtime.daemon import Daemon
     from .common import Where
 
@@ -107,8 +103,7 @@ def _foreground(
             launched = watchdog.launch()
         except OSError:
             launched = None  # (the daemon tries again, and says why)
-        # What serving needs, and no more (see the module's docstring).
-        import trio
+        import trio  # (what serving needs, and no more: see the module's docstring)
 
         from ..runtime.listener import AlreadyRunning, SocketError
 
@@ -169,26 +164,20 @@ GC_THRESHOLD = 10_000
 def _tune_gc() -> None:
     """Tunes the garbage collector for a long-running daemon, and turns it on.
 
-    What was allocated at startup (modules, the config) lives until exit:
-    collecting while the daemon imports and builds itself would find next
-    to nothing (a few thousand objects) and cost a sixth of the imports'
-    time, so the collector is off until here (``python -m zotd`` turns it
-    off before it imports anything), and ``freeze`` keeps collections from
-    walking it all again. A tool call makes a few dozen short-lived objects;
-    at Python's default threshold the young generation was collected every
-    twenty-odd calls, a third of the daemon's time per call under load (see
-    docs/performance.md).
-    """
+    What startup allocates (modules, the config) lives until exit: the
+    collector is off until here (collecting found next to nothing, for a
+    sixth of the imports' time), and ``freeze`` keeps it from walking that
+    again. At Python's default threshold the young generation was collected
+    every twenty-odd tool calls, a third of the daemon's time per call under
+    load (see docs/performance.md)."""
     gc.freeze()
     gc.set_threshold(GC_THRESHOLD, 10, 10)
     gc.enable()
 
 
 def _run_plain(plain: Plain) -> NoReturn:
-    """``zotd`` with plain options (:func:`~.argv.plain_daemon`): the daemon,
-    exiting as the app would (with its code; 130 on Ctrl+C), and quietly on
-    a closed pipe as every command does (:func:`.output.quiet_on_broken_pipe`;
-    the daemon writes nothing to stdout, so that is all the wrapper would do)."""
+    """The daemon of a plain ``zotd``, exiting as the app and ``entry`` would:
+    with its code, 130 on Ctrl+C, quietly on a closed pipe."""
     try:
         code = _foreground(plain.ext, plain.watch, plain.log_level, plain)
     except KeyboardInterrupt:
@@ -203,44 +192,6 @@ def _run_plain(plain: Plain) -> NoReturn:
 
 def _reraise(exc: BaseException) -> None:
     raise exc
-
-
-@asynccontextmanager
-async def _operator(paths: Paths, config: Config) -> AsyncIterator[Client]:
-    # An operator connection: authenticated, joined to no workspace.
-    from ..client import connect
-    from .common import token_for
-
-    async with connect(
-        paths.socket, attach=False, client="zotd-cli", token=token_for(None, config), start=False
-    ) as zot:
-        yield zot
-
-
-async def _status(paths: Paths, config: Config) -> ap.StatusData | None:
-    """The running daemon's status, or ``None`` if none answers.
-
-    Raises:
-        ZotdError: one answers, but not with a status (unauthorized, stopping, ...).
-    """
-    from ..client import NotRunning
-
-    try:
-        async with _operator(paths, config) as zot:
-            return await zot.status()
-    except NotRunning:
-        return None
-
-
-def _status_or_die(paths: Paths, config: Config) -> ap.StatusData | None:
-    from ..client import ZotdError
-    from .common import run_async
-
-    try:
-        return run_async(functools.partial(_status, paths, config))
-    except ZotdError as exc:
-        hint = " (set ZOTD_TOKEN, or token in zotd.toml)" if exc.code == "unauthorized" else ""
-        return die(f"zotd: {exc.message}{hint}")
 
 
 def start(
@@ -263,11 +214,12 @@ def start(
     """
     from ..client import autostart
     from ..model.logfiles import size_of, tail
+    from .common import status_or_die
 
     paths, config = settings(where, "zotd")
     dirs = _check_ext(ext)
     _check_watch(watch, dirs)
-    running = _status_or_die(paths, config)
+    running = status_or_die(paths, config)
     if running is not None:
         print(f"zotd is already running: pid {running.pid}, socket {paths.socket}")
         if dirs:
@@ -287,7 +239,7 @@ def start(
         if proc.poll() is not None:
             lines = "\n".join("  " + line for line in tail(paths.daemon_log, 5, since=begins))
             die(f"zotd: the daemon exited with code {proc.returncode}:\n{lines}")
-        found = _status_or_die(paths, config)
+        found = status_or_die(paths, config)
         if found is not None:
             print(f"zotd started: pid {found.pid}, socket {paths.socket}, log {paths.daemon_log}")
             return 0
@@ -304,13 +256,13 @@ def stop(*, where: Where | None = None) -> int:
     import anyio
 
     from ..client import NotRunning, ZotdError
-    from .common import run_async
+    from .common import gone, operator, run_async, still_answers
 
     paths, config = settings(where, "zotd")
 
     async def go() -> int:
         try:
-            async with _operator(paths, config) as zot:
+            async with operator(paths, config) as zot:
                 pid = (await zot.status()).pid
                 await zot.shutdown()
         except NotRunning:
@@ -320,46 +272,17 @@ def stop(*, where: Where | None = None) -> int:
             return die(f"zotd: {exc.message}")
         with anyio.move_on_after(10):
             # Polling is the point: nothing else tells us the socket is gone.
-            while await _answers(paths, config, pid):  # noqa: ASYNC110
+            while await still_answers(paths, config, pid):  # noqa: ASYNC110
                 await anyio.sleep(0.05)
             # Then its extensions' shutdown: "stopped" means its process is gone.
             with anyio.move_on_after(config.stop_bound + 1.0):
-                while not _gone(pid):  # noqa: ASYNC110
+                while not gone(pid):  # noqa: ASYNC110
                     await anyio.sleep(0.05)
             print(f"zotd stopped (pid {pid})")
             return 0
         return die(f"zotd: pid {pid} is still answering after 10 s")
 
     return run_async(go)
-
-
-def _gone(pid: int) -> bool:
-    """Whether process ``pid`` has exited (a zombie counts as exited)."""
-    if os.path.isdir("/proc"):
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                return f.read().rpartition(b")")[2].split()[0] == b"Z"
-        except OSError:
-            return True
-    try:  # no /proc (macOS): ask the kernel
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
-
-
-async def _answers(paths: Paths, config: Config, pid: int) -> bool:
-    """Whether daemon ``pid`` still answers (under socket activation, our
-    connection may start a new one: that one does not count)."""
-    from ..client import ZotdError
-
-    try:
-        st = await _status(paths, config)
-    except ZotdError:
-        return True  # it answers, if only to say it is shutting down
-    return st is not None and st.pid == pid
 
 
 def status(*, json: bool = False, where: Where | None = None) -> int:
@@ -373,11 +296,11 @@ def status(*, json: bool = False, where: Where | None = None) -> int:
     """
     import msgspec
 
-    from .common import print_json
+    from .common import print_json, status_or_die
     from .output import duration, printable
 
     paths, config = settings(where, "zotd")
-    st = _status_or_die(paths, config)
+    st = status_or_die(paths, config)
     if st is None:
         if json:
             print_json({"running": False, "socket": str(paths.socket)})
