@@ -12,9 +12,10 @@ from pathlib import Path
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from zotd.model import audit
-from zotd.runtime.audit_trail import AuditTrail
+from zotd.runtime.audit_trail import JOB, AuditTrail
 from zotd.runtime.intercept import Outcome
 
 PAYLOAD = {"tool_name": msgspec.Raw(b'"bash"'), "tool_args": msgspec.Raw(b'{"command":"ls"}')}
@@ -89,7 +90,7 @@ async def test_the_trail_is_private_and_rotated_before_it_grows_past_its_size(
     logs = short_tmp / "logs"
     logs.mkdir(mode=0o755)
     path = audit.trail_path(logs)
-    trail = AuditTrail(path, max_bytes=4096, with_args=False)
+    trail = AuditTrail(path, max_bytes=4096, with_args=False, pace=0)
     nursery.start_soon(trail.run)
     for n in range(1, 61):  # one at a time: each its own write
         trail.decided(short_tmp, "tool_call", PAYLOAD, Outcome())
@@ -119,3 +120,34 @@ async def test_a_line_cut_short_does_not_swallow_the_next(
     await settled(trail, 1)
     found = list(audit.read(path.read_bytes()))
     assert [(n, r is None) for n, r in found] == [(1, True), (2, False)]
+
+
+async def test_decisions_made_while_the_writer_paces_go_in_a_few_writes(
+    nursery: trio.Nursery,
+    autojump_clock: trio.testing.MockClock,
+    short_tmp: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = short_tmp / "logs" / "audit.jsonl"
+    trail = AuditTrail(path, max_bytes=1 << 20, with_args=False, pace=1.0)
+    writes: list[int] = []
+    write = trail._write
+
+    def counted(batch: list[object]) -> None:
+        writes.append(len(batch))
+        write(batch)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trail, "_write", counted)
+    nursery.start_soon(trail.run)
+    trail.decided(short_tmp, "tool_call", PAYLOAD, Outcome())  # alone: written at once
+    await settled(trail, 1)
+    assert writes == [1]
+    count = 2 * JOB + 3  # made one by one while the writer waits out its pace
+    for _ in range(count):
+        trail.decided(short_tmp, "tool_call", PAYLOAD, Outcome())
+        await trio.sleep(0.01)
+    await settled(trail, 1 + count)
+    assert writes == [1, JOB, JOB, 3]
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1 + count
+    assert [json.loads(line)["decision"] for line in lines] == ["allow"] * (1 + count)

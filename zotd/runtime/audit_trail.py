@@ -9,6 +9,15 @@ builds the records (the arguments' digest, and the arguments themselves
 with ``audit_args``), appends them in one write, and rotates the file past
 ``audit_max_bytes``.
 
+A decision alone is written at once; after a write the writer waits
+:data:`PACE` before it takes the next ones, so that a busy agent's
+decisions go in a few writes (:data:`JOB` at a time), not one each: a
+worker thread's turn and the file's opening cost more than a decision's own
+work, and the thread, running Python beside the event loop, would take
+turns with it for the GIL while the next decisions are being made. A
+record is on disk within :data:`PACE` of its decision, or of the previous
+write's end.
+
 The queue is bounded in bytes (:data:`QUEUE_BYTES`, counting what the
 records hold until they are written): a decision that finds it full is
 dropped, counted (:attr:`AuditTrail.dropped`) and logged once for each run
@@ -27,7 +36,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 import trio
@@ -36,7 +45,9 @@ from ..model import audit
 from ..model.audit import AuditRecord
 from ..model.errors import RequestError
 from . import threads
-from .intercept import Outcome
+
+if TYPE_CHECKING:  # (the hub makes the trail: it need not load the decisions' machinery)
+    from .intercept import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +56,12 @@ QUEUE_BYTES: Final = 4 * 1024 * 1024
 
 #: How long the writer may take at shutdown for what is still queued.
 FLUSH_BOUND: Final = 2.0
+
+#: The least time between two writes (what queues meanwhile goes in the next).
+PACE: Final = 0.05
+
+#: The most decisions written in one turn of a worker thread (one write).
+JOB: Final = 16
 
 #: What a record is taken to cost beyond the strings and JSON it holds.
 _OVERHEAD: Final = 256
@@ -113,15 +130,23 @@ class AuditTrail:
         with_args: keep a tool call's arguments, not only their digest
             (``audit_args``).
         queue_bytes: the most bytes of decisions waiting to be written.
+        pace: the least time between two writes, in seconds (:data:`PACE`).
     """
 
     def __init__(
-        self, path: Path, *, max_bytes: int, with_args: bool, queue_bytes: int = QUEUE_BYTES
+        self,
+        path: Path,
+        *,
+        max_bytes: int,
+        with_args: bool,
+        queue_bytes: int = QUEUE_BYTES,
+        pace: float = PACE,
     ) -> None:
         self.path = path
         self._max_bytes = max_bytes
         self._with_args = with_args
         self._limit = queue_bytes
+        self._pace = pace
         self._queue: deque[_Decided] = deque()
         #: Bytes queued or being written.
         self._bytes = 0
@@ -158,27 +183,34 @@ class AuditTrail:
         self._ready.set()
 
     async def run(self) -> None:
-        """Writes what is queued, as it comes; returns only when cancelled,
-        after writing what is left (within :data:`FLUSH_BOUND`)."""
+        """Writes what is queued, as it comes, at most one write every
+        ``pace`` seconds; returns only when cancelled, after writing what is
+        left (within :data:`FLUSH_BOUND`)."""
         try:
             while True:
                 await self._ready.wait()
                 self._ready = trio.Event()
                 await self._write_queued(abandon=False)
+                await trio.sleep(self._pace)  # (what comes meanwhile: one write)
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_BOUND):
                 while self._queue:
                     await self._write_queued(abandon=True)
 
     async def _write_queued(self, *, abandon: bool) -> None:
-        batch = list(self._queue)
-        self._queue.clear()
-        size = sum(entry.size for entry in batch)
-        try:
-            await threads.run_sync(self._write, batch, abandon_on_cancel=abandon)
-        finally:
-            self._bytes -= size
-        if not self._queue and self._dropping:
+        queue = self._queue
+        left = len(queue)  # (what comes meanwhile waits for the next time)
+        while left:
+            # A worker thread's turn for at most JOB of them: it runs Python
+            # (the records) holding the GIL, which the event loop waits for.
+            batch = [queue.popleft() for _ in range(min(JOB, left))]
+            left -= len(batch)
+            size = sum(entry.size for entry in batch)
+            try:
+                await threads.run_sync(self._write, batch, abandon_on_cancel=abandon)
+            finally:
+                self._bytes -= size
+        if not queue and self._dropping:
             log.warning(
                 "audit trail: %d decisions were dropped (the queue was full)", self._dropping
             )
