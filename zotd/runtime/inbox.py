@@ -55,7 +55,6 @@ log = logging.getLogger("zotd.runtime.extension")
 
 _REFUSED = Phase.REFUSED  # (globals: faster than the enum's attributes, on every line)
 _READY = Phase.READY
-_TOOL_RESULT = ep.ToolResult
 
 #: While over its noise budget, the reader pauses this long after every
 #: :data:`~zotd.model.noise.PAUSE_EVERY` dropped lines.
@@ -66,6 +65,9 @@ MAX_OUT_OF_ORDER = 16
 
 Reply = ep.ToolResult | ep.CommandResponse | ep.EventInterceptResponse
 _REPLIES = (ep.ToolResult, ep.CommandResponse, ep.EventInterceptResponse)
+#: The replies a ready extension's reader hands straight to their requests
+#: (what the handshake would pass on anyway): a tool's result, a guard's answer.
+_STRAIGHT = frozenset({ep.ToolResult, ep.EventInterceptResponse})
 
 
 class Inbox:
@@ -144,18 +146,20 @@ class Inbox:
         decode_all = ep.decode_extension_frames
         try:
             async for lines in LineReader(stdout, self._max):
-                now = trio.current_time()  # when these lines came: all at once
                 # Ready, every line a frame (the usual case): decoded at once,
                 # and a reply goes straight to its request (the handshake
                 # passes replies on once ready).
                 frames = decode_all(lines) if handshake.phase is _READY else None
                 if frames is None:
-                    self._one_by_one(lines, now)
+                    self._one_by_one(lines, trio.current_time())
                 else:
+                    now = None  # when these lines came (all at once), if anything asks
                     for frame in frames:
-                        if type(frame) is _TOOL_RESULT and handshake.phase is _READY:
-                            self._on_reply(frame)
+                        if type(frame) in _STRAIGHT and handshake.phase is _READY:
+                            self._on_reply(frame)  # type: ignore[arg-type]
                         else:
+                            if now is None:
+                                now = trio.current_time()
                             self._route(frame, now)
                 if noise.pause_due():
                     await trio.sleep(NOISE_PAUSE)

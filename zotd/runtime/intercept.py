@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import msgspec
@@ -56,7 +56,7 @@ from ..protocol.frames import is_json_object
 from ..protocol.lines import DEFAULT_MAX_LINE
 from . import argcheck
 from .extension import Extension
-from .verdicts import REWRITES, Verdicts, offered
+from .verdicts import REWRITES, Verdicts, offered, plain
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +66,11 @@ _MISSING: Final = object()
 #: decimal counters: 20 digits hold any 64-bit one).
 _ID_ROOM: Final = 20
 
-#: What a guard's answer is, once known: its reply, or ``None`` (failed or
-#: silent: counts as allow).
+#: What a guard's answer is, once known: its reply, or ``None`` for an allow
+#: with nothing more to it (a plain allow, a failure, silence).
 Answer = ep.EventInterceptResponse | None
+
+_RESPONSE: Final = ep.EventInterceptResponse
 
 
 class Outcome:
@@ -100,11 +102,6 @@ class Outcome:
         self.reason = reason
 
 
-def order(guards: Sequence[Extension], priority: Callable[[str], int]) -> list[Extension]:
-    """``guards`` in the order their verdicts count: priority (lower first), then name."""
-    return sorted(guards, key=lambda ext: (priority(ext.name), ext.name))
-
-
 #: The most of an intercept's deadline kept back for checking rewritten
 #: arguments: once a guard has rewritten them, the guards still thinking get
 #: the deadline less this (or less a tenth of it, if smaller), so that a
@@ -121,7 +118,7 @@ class Decision:
     """Asks ``guards`` (already in order) about one event.
 
     Args:
-        guards: the intercepting extensions, in order (see :func:`order`).
+        guards: the intercepting extensions, in order (see :func:`.guard_order.order`).
         event: the event's name.
         payload: the event's fields as the agent sent them, ``event`` included.
         rewriters: names of the guards known to rewrite; updated as guards do.
@@ -181,36 +178,41 @@ class Decision:
         still thinking is sent ``cancel``), abandons a schema check (its
         child process is killed), then raises :exc:`trio.Cancelled`.
         """
-        guards = self._guards
+        guards, answers, out = self._guards, self._answers, self.outcome
         deadline = trio.current_time() + limit
         try:
             self._ask_round()
             with trio.move_on_at(deadline) as scope:
-                while self._pos < len(guards) and not self.outcome.blocked_by:
+                while self._pos < len(guards) and not out.blocked_by:
                     if self._blocker is not None:
-                        self._apply(guards[self._blocker], self._answers[self._blocker])  # type: ignore[arg-type]
+                        self._apply(guards[self._blocker], answers[self._blocker])  # type: ignore[arg-type]
                         break
-                    answer = self._answers[self._pos]
+                    answer = answers[self._pos]
                     if answer is _MISSING:
                         self._wake = trio.Event()
                         await self._wake.wait()
                         continue
+                    if answer is None:  # (an allow: nothing to apply)
+                        self._pos += 1
+                        if self._round_end < self._pos < len(guards):
+                            self._ask_round()
+                        continue
                     self._take(answer)  # type: ignore[arg-type]
-                    if self.outcome.args is not None and self._checked_tool() is not None:
+                    if out.args is not None and self._checked_tool() is not None:
                         # The check of the rewrite must have time left.
                         scope.deadline = min(scope.deadline, deadline - check_reserve(limit))
             if scope.cancelled_caught:
                 self._timed_out = True
                 self._settle_at_deadline(limit)
-            if self.outcome.args is not None and not self.outcome.blocked_by:
+            if out.args is not None and not out.blocked_by:
                 await self._check_rewritten_args(deadline)
             await trio.lowlevel.checkpoint_if_cancelled()
         finally:
             for i, rid in self._asked.items():
                 guards[i].withdraw(rid)  # tells a guard still thinking with `cancel`
             self._asked.clear()
-            self.outcome.verdicts = self._verdicts.close(timed_out=self._timed_out)
-        return self.outcome
+            out.verdicts = self._verdicts.close(timed_out=self._timed_out)
+        return out
 
     # --- asking ------------------------------------------------------------------------
 
@@ -231,19 +233,15 @@ class Decision:
         size = len(make("")) - 1 + _ID_ROOM
         if size > self._max_frame:
             raise self._too_large(size)
+        answers, asked, on_answer = self._answers, self._asked, self._on_answer
+        self._verdicts.asked_all(start, guards[start : end + 1], self._rounds)
         for i in range(start, end + 1):
-            self._answers[i] = _MISSING
-            ext = guards[i]
-            self._verdicts.asked(i, ext, self._rounds)
+            answers[i] = _MISSING
             try:
                 # Each guard has its own stdin: written at once, not batched.
-                rid = ext.ask(
-                    make, ep.EventInterceptResponse, functools.partial(self._on_answer, i)
-                )
+                asked[i] = guards[i].ask(make, _RESPONSE, functools.partial(on_answer, i))
             except RequestError as exc:
                 self._on_failure(i, exc)
-            else:
-                self._asked[i] = rid
 
     def _too_large(self, size: int) -> RequestError:
         """The error for an ``event_intercept`` frame of ``size`` bytes."""
@@ -272,17 +270,25 @@ class Decision:
         # The deciding task is woken only when it has something to do: a
         # block, a whole round in, or a rewrite at the head (to ask the
         # guards after it again sooner), not once per answer.
-        self._asked.pop(i, None)
+        asked = self._asked
+        asked.pop(i, None)
         if isinstance(outcome, RequestError):
             self._on_failure(i, outcome)
+            urgent = False
+        elif plain(outcome):  # (the usual answer: an allow, nothing to apply)
+            self._verdicts.allowed(i)
+            self._answers[i] = None
             urgent = False
         else:
             self._verdicts.answered(i, outcome)
             self._answers[i] = outcome
-            urgent = outcome.block or (i == self._pos and any(offered(outcome).values()))
-            if outcome.block and self._blocker is None:
-                self._blocker = i
-        if urgent or not self._asked:
+            if outcome.block:
+                urgent = True
+                if self._blocker is None:
+                    self._blocker = i
+            else:
+                urgent = i == self._pos and any(offered(outcome).values())
+        if urgent or not asked:
             self._wake.set()
 
     def _on_failure(self, i: int, exc: RequestError) -> None:

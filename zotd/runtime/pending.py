@@ -73,6 +73,28 @@ def _clock() -> tuple[Callable[[], float], float]:
     return clock.current_time, 0.0
 
 
+#: The last clock :func:`reader` was asked about, and its reading.
+_read_of: tuple[object, Callable[[], float]] | None = None
+
+
+def reader() -> Callable[[], float]:
+    """A reading of the current run's clock, for time differences (its
+    origin is not trio's): :func:`_clock`'s, kept for as long as the run's
+    clock stays the same object, so that a caller on the path of every
+    intercept pays one lookup, not :func:`_clock`'s checks."""
+    global _read_of
+    try:
+        clock = trio.lowlevel.current_clock()
+    except RuntimeError:
+        return trio.current_time
+    known = _read_of
+    if known is not None and known[0] is clock:
+        return known[1]
+    read = _clock()[0]
+    _read_of = (clock, read)
+    return read
+
+
 def given_up(deadline: float) -> Ending:
     """How an awaited request withdrawn now ended: ``TIMEOUT`` if its
     caller's deadline (its effective deadline when it was made) has passed,

@@ -28,7 +28,8 @@ from . import lookup, system_prompt
 from .audit_trail import AuditTrail, recording
 from .callers import Caller, ServedCall
 from .extension import Extension
-from .intercept import Decision, Outcome, order
+from .guard_order import Orders
+from .intercept import Decision, Outcome
 from .panels import Panels, Subscriber
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,11 @@ class Requests:
     @functools.cached_property
     def _cwd(self) -> msgspec.Raw:
         return msgspec.Raw(msgspec.json.encode(str(self.root)))
+
+    @functools.cached_property
+    def _orders(self) -> Orders:
+        """The guards of each event in order (sorted again only when they change)."""
+        return Orders(self._priority)
 
     def info_of(self, ext: Extension) -> ap.ExtensionInfo:
         """An extension as ``list_extensions`` shows it."""
@@ -277,9 +283,10 @@ class Requests:
         a failed one too, goes to the audit trail (:mod:`.audit_trail`).
         """
         payload = self.stamp({"event": _EVENT_NAMES[event], **payload})
-        guards = order(
+        guards = self._orders.of(
+            event,
             [e for e in self.extensions.values() if event in e.intercepts and e.running],
-            self._priority,
+            self._config,
         )
         config, out = self._config, Outcome()
         with recording(self.audit, self.root, event, payload, out):

@@ -92,7 +92,7 @@ async def decide(
 
     Args:
         guards: the guards of ``before_agent_start``, in order (see
-            :func:`.intercept.order`).
+            :func:`.guard_order.order`).
         payload: the event's fields as the agent sent them, ``event`` and the
             stamp (``cwd``, ``sequence``) included; passed on unchanged but
             for ``system_prompt``.

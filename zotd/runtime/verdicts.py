@@ -1,7 +1,7 @@
 """What each guard asked made of one intercept decision, and how fast.
 
-A :class:`~.intercept.Decision` tells its :class:`Verdicts` when it asks a
-guard, when the guard answers or its request fails, and when it withdraws
+A :class:`~.intercept.Decision` tells its :class:`Verdicts` when it asks
+guards, when a guard answers or its request fails, and when it withdraws
 the question (the decision was made without it, or the payload changed
 under it and it is asked again). When the decision ends, every question
 still open is ``silent`` if the deadline passed, else ``cancelled``; the
@@ -14,13 +14,17 @@ Each guard's answer is also counted on its metrics
 ``block``, ``rewrite``, ``crashed``, and ``silent`` at the end (a request
 that failed with ``timeout`` counts as silent there). A cancelled question
 is not counted: the guard was not given its chance.
+
+This is on the path of every guard's answer: a question is a short list,
+not an object, its time is read from the run's clock directly
+(:func:`.pending.reader`), and an answer is classified by looking at its
+fields, once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Final
-
-import trio
 
 from ..model.audit import CANCELLED, TIMEOUT, GuardVerdict
 from ..model.errors import RequestError
@@ -28,9 +32,13 @@ from ..model.metrics import GuardAnswer
 from ..protocol import extension as ep
 from ..protocol.agent import ErrorCode
 from .extension import Extension
+from .pending import reader
 
 #: The rewrite each event takes: the reply field, keyed by event.
 REWRITES: Final = {"tool_call": "modified_args", "assistant_message": "replace_text"}
+
+_ALLOW, _BLOCK, _REWRITE = GuardAnswer.ALLOW, GuardAnswer.BLOCK, GuardAnswer.REWRITE
+_SILENT, _CRASHED = GuardAnswer.SILENT, GuardAnswer.CRASHED
 
 
 def offered(answer: ep.EventInterceptResponse) -> dict[str, bool]:
@@ -38,112 +46,151 @@ def offered(answer: ep.EventInterceptResponse) -> dict[str, bool]:
     return {"modified_args": answer.rewrites_args(), "replace_text": bool(answer.replace_text)}
 
 
+def plain(answer: ep.EventInterceptResponse) -> bool:
+    """Whether ``answer`` only allows: no block, nothing offered (the usual
+    answer, told apart without :func:`offered`)."""
+    return not (answer.block or answer.modified_args or answer.replace_text)
+
+
 def classify(event: str, answer: ep.EventInterceptResponse) -> GuardAnswer:
     """What ``answer`` about ``event`` is: a block, a rewrite the event takes
     (another one is ignored: that is an allow), or an allow."""
     if answer.block:
-        return GuardAnswer.BLOCK
+        return _BLOCK
+    if not (answer.modified_args or answer.replace_text):
+        return _ALLOW
     wanted = REWRITES.get(event)
     if wanted is not None and offered(answer)[wanted]:
-        return GuardAnswer.REWRITE
-    return GuardAnswer.ALLOW
-
-
-class _Question:
-    """One question to one guard."""
-
-    __slots__ = ("answer", "asked_at", "guard", "latency", "reason", "round")
-
-    def __init__(self, guard: Extension, round_: int, now: float) -> None:
-        self.guard = guard
-        self.round = round_
-        self.asked_at = now
-        self.answer = ""
-        self.latency: float | None = None
-        self.reason = ""
-
-    def settle(self, answer: str, reason: str = "", *, timed: bool = True) -> None:
-        self.answer = answer
-        self.reason = reason
-        if timed:
-            self.latency = trio.current_time() - self.asked_at
-        if answer != CANCELLED:
-            counted = GuardAnswer.SILENT if answer == TIMEOUT else GuardAnswer(answer)
-            self.guard.metrics.answered(counted)
-
-    def verdict(self) -> GuardVerdict:
-        latency = None if self.latency is None else round(self.latency * 1000, 3)
-        return GuardVerdict(
-            guard=self.guard.name,
-            answer=self.answer,
-            latency_ms=latency,
-            reason=self.reason,
-            round=self.round,
-        )
+        return _REWRITE
+    return _ALLOW
 
 
 class Verdicts:
     """The questions of one decision about ``event``, in the order asked.
 
     Guards are keyed by their index in the decision's guard list: a guard
-    has at most one question open at a time.
+    has at most one question open at a time. The questions are kept field
+    by field, one list each, indexed by the order they were asked in.
     """
 
-    __slots__ = ("_event", "_open", "_questions")
+    __slots__ = (
+        "_answers",
+        "_asked_at",
+        "_event",
+        "_guards",
+        "_latencies",
+        "_now",
+        "_open",
+        "_reasons",
+        "_rounds",
+    )
 
     def __init__(self, event: str) -> None:
         self._event = event
-        self._questions: list[_Question] = []
-        self._open: dict[int, _Question] = {}
+        self._guards: list[Extension] = []
+        self._rounds: list[int] = []
+        self._asked_at: list[float] = []
+        self._answers: list[str] = []
+        self._latencies: list[float | None] = []
+        self._reasons: list[str] = []
+        #: The open question of each guard asked: guard index -> question index.
+        self._open: dict[int, int] = {}
+        self._now: Callable[[], float] = reader()
 
     def asked(self, i: int, guard: Extension, round_: int) -> None:
         """Guard ``i`` was asked, in round ``round_`` (1 first)."""
-        question = _Question(guard, round_, trio.current_time())
-        self._questions.append(question)
-        self._open[i] = question
+        self.asked_all(i, (guard,), round_)
+
+    def asked_all(self, start: int, guards: Sequence[Extension], round_: int) -> None:
+        """Guards ``start`` to ``start + len(guards) - 1`` were asked at once,
+        in round ``round_``."""
+        first, count = len(self._guards), len(guards)
+        self._open.update(
+            zip(range(start, start + count), range(first, first + count), strict=True)
+        )
+        self._guards += guards
+        self._rounds += [round_] * count
+        self._asked_at += [self._now()] * count
+        self._answers += [""] * count
+        self._latencies += [None] * count
+        self._reasons += [""] * count
 
     def answered(self, i: int, answer: ep.EventInterceptResponse) -> None:
         """Guard ``i`` answered its open question."""
-        question = self._open.pop(i, None)
-        if question is not None:
+        q = self._open.pop(i, None)
+        if q is not None:
             kind = classify(self._event, answer)
-            question.settle(kind, answer.reason if kind is GuardAnswer.BLOCK else "")
+            self._settle(q, kind, kind, answer.reason if kind is _BLOCK else "", timed=True)
+
+    def allowed(self, i: int) -> None:
+        """Guard ``i`` answered its open question with a plain allow (see
+        :func:`plain`): :meth:`answered`, without looking at the answer."""
+        q = self._open.pop(i, None)
+        if q is not None:
+            self._answers[q] = _ALLOW
+            self._latencies[q] = self._now() - self._asked_at[q]
+            self._guards[q].metrics.answered(_ALLOW)
 
     def gave(self, i: int, answer: GuardAnswer) -> None:
         """Guard ``i`` answered its open question, in effect ``answer`` (for
         an event whose answers are judged by the asker: the system prompt)."""
-        question = self._open.pop(i, None)
-        if question is not None:
-            question.settle(answer)
+        q = self._open.pop(i, None)
+        if q is not None:
+            self._settle(q, answer, answer, "", timed=True)
 
     def silent(self, i: int) -> None:
         """Guard ``i`` gave no answer to its open question in time."""
-        question = self._open.pop(i, None)
-        if question is not None:
-            question.settle(GuardAnswer.SILENT, timed=False)
+        q = self._open.pop(i, None)
+        if q is not None:
+            self._settle(q, _SILENT, _SILENT, "", timed=False)
 
     def failed(self, i: int, exc: RequestError) -> None:
         """Guard ``i``'s request failed (it exited, broke its pipe, answered
         nonsense; or it timed out on its own deadline)."""
-        question = self._open.pop(i, None)
-        if question is not None:
-            answer = TIMEOUT if exc.code == ErrorCode.TIMEOUT else GuardAnswer.CRASHED
-            question.settle(answer, exc.message)
+        q = self._open.pop(i, None)
+        if q is not None:
+            if exc.code == ErrorCode.TIMEOUT:  # (counted as silent)
+                self._settle(q, TIMEOUT, _SILENT, exc.message, timed=True)
+            else:
+                self._settle(q, _CRASHED, _CRASHED, exc.message, timed=True)
 
     def withdrawn(self, i: int) -> None:
         """Guard ``i``'s question was withdrawn before it answered: it is
         asked again, or the decision no longer needs it."""
-        question = self._open.pop(i, None)
-        if question is not None:
-            question.settle(CANCELLED, timed=False)
+        q = self._open.pop(i, None)
+        if q is not None:
+            self._answers[q] = CANCELLED
 
     def close(self, *, timed_out: bool) -> list[GuardVerdict]:
         """Settles the questions still open (``silent`` if the deadline passed,
         else ``cancelled``) and returns every verdict, in the order asked."""
-        for question in self._open.values():
+        for q in self._open.values():
             if timed_out:
-                question.settle(GuardAnswer.SILENT, timed=False)
+                self._settle(q, _SILENT, _SILENT, "", timed=False)
             else:
-                question.settle(CANCELLED, timed=False)
+                self._answers[q] = CANCELLED
         self._open.clear()
-        return [q.verdict() for q in self._questions]
+        return [
+            GuardVerdict(
+                guard.name, answer, None if latency is None else round(latency * 1000, 3), reason, n
+            )
+            for guard, answer, latency, reason, n in zip(
+                self._guards,
+                self._answers,
+                self._latencies,
+                self._reasons,
+                self._rounds,
+                strict=True,
+            )
+        ]
+
+    def _settle(
+        self, q: int, answer: str, counted: GuardAnswer, reason: str, *, timed: bool
+    ) -> None:
+        """Gives question ``q`` its ``answer`` (and its latency if ``timed``),
+        counted on its guard's metrics as ``counted``."""
+        self._answers[q] = answer
+        self._reasons[q] = reason
+        if timed:
+            self._latencies[q] = self._now() - self._asked_at[q]
+        self._guards[q].metrics.answered(counted)
