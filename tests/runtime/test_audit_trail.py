@@ -151,3 +151,17 @@ async def test_decisions_made_while_the_writer_paces_go_in_a_few_writes(
     lines = path.read_text().splitlines()
     assert len(lines) == 1 + count
     assert [json.loads(line)["decision"] for line in lines] == ["allow"] * (1 + count)
+
+
+async def test_the_writer_stops_pacing_when_half_the_queue_is_taken(
+    nursery: trio.Nursery, short_tmp: Path
+) -> None:
+    path = short_tmp / "logs" / "audit.jsonl"
+    trail = AuditTrail(path, max_bytes=1 << 20, with_args=False, queue_bytes=4096, pace=3600)
+    nursery.start_soon(trail.run)
+    trail.decided(short_tmp, "tool_call", PAYLOAD, Outcome())
+    await settled(trail, 1)
+    for _ in range(8):  # (each takes some 300 bytes of the 4096)
+        trail.decided(short_tmp, "tool_call", PAYLOAD, Outcome())
+    await settled(trail, 9)  # not an hour later
+    assert (trail.dropped, len(path.read_text().splitlines())) == (0, 9)

@@ -10,7 +10,8 @@ with ``audit_args``), appends them in one write, and rotates the file past
 ``audit_max_bytes``.
 
 A decision alone is written at once; after a write the writer waits
-:data:`PACE` before it takes the next ones, so that a busy agent's
+:data:`PACE` (or until half the queue's room is taken) before it takes the
+next ones, so that a busy agent's
 decisions go in a few writes (:data:`JOB` at a time), not one each: a
 worker thread's turn and the file's opening cost more than a decision's own
 work, and the thread, running Python beside the event loop, would take
@@ -151,6 +152,8 @@ class AuditTrail:
         #: Bytes queued or being written.
         self._bytes = 0
         self._ready = trio.Event()
+        #: Set when half the queue's room is taken: the writer's pace ends.
+        self._hurry = trio.Event()
         #: Records written, dropped (the queue was full), lost (the file could not be written).
         self.written = 0
         self.dropped = 0
@@ -181,6 +184,8 @@ class AuditTrail:
         self._queue.append(entry)
         self._bytes += entry.size
         self._ready.set()
+        if self._bytes * 2 > self._limit:
+            self._hurry.set()
 
     async def run(self) -> None:
         """Writes what is queued, as it comes, at most one write every
@@ -191,7 +196,11 @@ class AuditTrail:
                 await self._ready.wait()
                 self._ready = trio.Event()
                 await self._write_queued(abandon=False)
-                await trio.sleep(self._pace)  # (what comes meanwhile: one write)
+                # What comes meanwhile goes in the next write, unless it
+                # takes half the queue's room first.
+                with trio.move_on_after(self._pace):
+                    await self._hurry.wait()
+                self._hurry = trio.Event()
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(FLUSH_BOUND):
                 while self._queue:
