@@ -15,10 +15,11 @@ Each guard's answer is also counted on its metrics
 that failed with ``timeout`` counts as silent there). A cancelled question
 is not counted: the guard was not given its chance.
 
-This is on the path of every guard's answer: a question is a short list,
-not an object, its time is read from the run's clock directly
-(:func:`.pending.reader`), and an answer is classified by looking at its
-fields, once.
+This is on the path of every guard's answer: the questions are kept field
+by field (one list each, a round's appended at once, with one reading of
+the clock), the time is read from the run's clock directly
+(:func:`.pending.reader`), and a plain allow (:func:`plain`, the usual
+answer) is recorded without being classified.
 """
 
 from __future__ import annotations
