@@ -577,12 +577,12 @@ async def test_exit_takes_the_process_group_along(
 async def test_a_workspace_bug_fails_hello_not_the_daemon(
     start_daemon: StartDaemon, paths: Paths, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import zotd.runtime.workspace
+    import zotd.runtime.finding
 
     def broken_discover(**kwargs: object) -> list[object]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(zotd.runtime.workspace, "discover", broken_discover)
+    monkeypatch.setattr(zotd.runtime.finding, "discover", broken_discover)
     await start_daemon()
     with pytest.raises(ZotdError) as err:
         async with connect(paths.socket, cwd=project):
