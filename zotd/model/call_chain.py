@@ -19,7 +19,6 @@ extension. :func:`vet` judges a request; the runtime
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from dataclasses import dataclass
 from enum import Enum
 
 import msgspec
@@ -42,8 +41,7 @@ def time_limit(tool_timeout: float) -> float:
     return min(tool_timeout, MAX_SECONDS)
 
 
-@dataclass(frozen=True, slots=True)
-class Parent:
+class Parent(msgspec.Struct, frozen=True):
     """The tool call an extension serves, that its ``call_tool`` names as
     ``parent_id``: its tool and the tools of the calls above it."""
 
@@ -67,8 +65,7 @@ class Kind(Enum):
     DROP = "drop"
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     """:func:`vet`'s answer; ``chain`` is what a call that runs has above it."""
 
     kind: Kind
@@ -156,8 +153,7 @@ def vet(
 # --- the result's cap -----------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Capped:
+class Capped(msgspec.Struct):
     """A result cut to fit (see :func:`cap`)."""
 
     content: list[ep.Block]
