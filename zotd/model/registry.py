@@ -28,7 +28,6 @@ offers it (see :mod:`zotd.model.hints`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -43,8 +42,7 @@ def command_key(name: str) -> str:
     return name.lower()
 
 
-@dataclass(slots=True)
-class Command:
+class Command(msgspec.Struct):
     """A registered slash command; ``name`` as its extension spelled it."""
 
     name: str
@@ -52,8 +50,7 @@ class Command:
     extension: str
 
 
-@dataclass(slots=True)
-class Tool:
+class Tool(msgspec.Struct):
     """A registered tool; ``schema`` is its JSON Schema, untouched;
     ``meta`` the ``register_tool`` frame (current zot's metadata)."""
 
@@ -62,7 +59,13 @@ class Tool:
     schema: msgspec.Raw
     extension: str
     meta: RegisterTool | None = None
-    _validator: ArgsSchema | None = field(default=None, repr=False)
+    _validator: ArgsSchema | None = None  # (compiled on first use; not in its repr)
+
+    def __repr__(self) -> str:
+        return (
+            f"Tool(name={self.name!r}, description={self.description!r}, "
+            f"schema={self.schema!r}, extension={self.extension!r}, meta={self.meta!r})"
+        )
 
     @property
     def interactive(self) -> bool:
@@ -85,8 +88,7 @@ class Tool:
             return None  # JSON nested past what can be read: not ours to refuse
 
 
-@dataclass(slots=True)
-class Shadow:
+class Shadow(msgspec.Struct):
     """A registration refused because the name was taken: by ``held_by``
     (an extension, or ``zot`` for a built-in or reserved name)."""
 
