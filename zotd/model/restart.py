@@ -21,7 +21,8 @@ from __future__ import annotations
 import errno
 import signal
 from collections import deque
-from dataclasses import dataclass
+
+import msgspec
 
 from .config import RestartPolicy
 
@@ -56,8 +57,7 @@ def describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
-@dataclass(frozen=True, slots=True)
-class Again:
+class Again(msgspec.Struct, frozen=True):
     """Start it again once ``delay`` seconds have passed."""
 
     delay: float
@@ -67,8 +67,7 @@ class Again:
         return f"{reason}; restarting in {self.delay:g} s"
 
 
-@dataclass(frozen=True, slots=True)
-class GiveUp:
+class GiveUp(msgspec.Struct, frozen=True):
     """Leave it stopped (``failed``): ``restarts`` restarts within ``window`` s already."""
 
     restarts: int

@@ -33,8 +33,9 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from .safe_files import FileRefused, open_regular
 
@@ -65,8 +66,7 @@ class SkillsError(Exception):
     """A ``skills`` entry that cannot be used; the message says why."""
 
 
-@dataclass(frozen=True, slots=True)
-class Skill:
+class Skill(msgspec.Struct, frozen=True):
     """One skill an extension serves.
 
     Attributes:
@@ -80,8 +80,7 @@ class Skill:
     description: str
 
 
-@dataclass(frozen=True, slots=True)
-class Source:
+class Source(msgspec.Struct, frozen=True):
     """One checked ``skills`` entry: a directory to scan, or one ``SKILL.md``."""
 
     entry: str
