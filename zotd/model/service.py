@@ -27,9 +27,10 @@ import os
 import socket
 import sys
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from .paths import Paths
 
@@ -60,8 +61,7 @@ class ServiceError(Exception):
     """The service files cannot be made here; the message says why."""
 
 
-@dataclass(frozen=True)
-class ServiceSpec:
+class ServiceSpec(msgspec.Struct, frozen=True):
     """What a unit file says about the daemon it runs.
 
     Attributes:
@@ -77,7 +77,7 @@ class ServiceSpec:
     argv: tuple[str, ...]
     socket: Path
     log: Path
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
     runtime_dir: Path | None = None
 
 
@@ -257,13 +257,12 @@ def _names(manager: Manager) -> tuple[str, ...]:
 # --- installing -----------------------------------------------------------------------
 
 
-@dataclass
-class Installed:
+class Installed(msgspec.Struct):
     """What :func:`install` did."""
 
-    written: list[Path] = field(default_factory=list)
+    written: list[Path] = msgspec.field(default_factory=list)
     #: Files of an earlier install that the new one does not have.
-    removed: list[Path] = field(default_factory=list)
+    removed: list[Path] = msgspec.field(default_factory=list)
 
 
 def install(manager: Manager, directory: Path, files: Mapping[str, str]) -> Installed:
