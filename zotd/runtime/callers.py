@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -38,8 +37,7 @@ INTERACTIVE = "interactive"
 HOST_TOOLS = "host_tools"
 
 
-@dataclass(slots=True, eq=False)
-class Caller:
+class Caller(msgspec.Struct, eq=False):
     """Who a tool call is for.
 
     Attributes:
@@ -60,14 +58,28 @@ class Caller:
     request_id: str | int | None = None
 
 
-@dataclass(slots=True, eq=False)
 class Served:
     """A tool call an extension is serving now: its tool and caller, and
-    what is to end with it (nested calls it made)."""
+    what is to end with it (nested calls it made).
 
-    tool: str
-    caller: Caller
-    on_end: list[Callable[[], None]] = field(default_factory=list)
+    A plain class (compared by identity), not a Struct: :class:`ServedCall`
+    adds slots and an ``__init__`` of its own, which a Struct may not.
+    """
+
+    __slots__ = ("caller", "on_end", "tool")
+
+    def __init__(
+        self, tool: str, caller: Caller, on_end: list[Callable[[], None]] | None = None
+    ) -> None:
+        self.tool = tool
+        self.caller = caller
+        self.on_end = [] if on_end is None else on_end
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(tool={self.tool!r}, caller={self.caller!r}, "
+            f"on_end={self.on_end!r})"
+        )
 
     def end(self) -> None:
         """Ends what it started (each callback once); never raises."""

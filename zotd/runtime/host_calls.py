@@ -40,10 +40,8 @@ extension's stdin (``send_nowait``): nothing here blocks the event loop.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -74,8 +72,7 @@ def _json(value: str) -> msgspec.Raw:
     return msgspec.Raw(msgspec.json.encode(value))
 
 
-@dataclass(eq=False, slots=True)
-class HostCall:
+class HostCall(msgspec.Struct, eq=False):
     """One ``call_tool`` of an extension, from its request to its reply.
 
     Attributes:
@@ -100,8 +97,8 @@ class HostCall:
     call_id: str
     agent: Subscriber | None = None
     #: Set once it has its outcome (below), or was given up.
-    settled: trio.Event = field(default_factory=trio.Event)
-    content: list[ep.Block] = field(default_factory=list)
+    settled: trio.Event = msgspec.field(default_factory=trio.Event)
+    content: list[ep.Block] = msgspec.field(default_factory=list)
     is_error: bool = False
     structured: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     #: Given up: no reply.
@@ -393,4 +390,4 @@ def _caller_under(served: Served | None, origin: str, chain: tuple[str, ...]) ->
     call is the extension's, not the agent's), with ``origin`` and ``chain``."""
     if served is None:
         return Caller(origin=origin, chain=chain)
-    return dataclasses.replace(served.caller, interactive=False, origin=origin, chain=chain)
+    return msgspec.structs.replace(served.caller, interactive=False, origin=origin, chain=chain)
