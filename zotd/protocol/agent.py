@@ -21,6 +21,7 @@ forms a reference cycle, so the garbage collector need not track them.
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -254,10 +255,22 @@ class RawResponse(msgspec.Struct, tag_field="type", tag="response", gc=False):
 _encoder = msgspec.json.Encoder()
 _encode = _encoder.encode
 _request_decoder: FrameDecoder[Request] = FrameDecoder(Request, tags_of(Request))
-_server_frame_decoder: msgspec.json.Decoder[Response | Push] = msgspec.json.Decoder(Response | Push)
-_reply_decoder: msgspec.json.Decoder[RawResponse | Push] = msgspec.json.Decoder(RawResponse | Push)
 _payload_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _OMIT = frozenset({"id", "type"})
+
+
+# The client's decoders are built on first use: the daemon, which never reads
+# its own frames, does not pay for them at its start.
+
+
+@functools.cache
+def _server_frame_decoder() -> msgspec.json.Decoder[Response | Push]:
+    return msgspec.json.Decoder(Response | Push)
+
+
+@functools.cache
+def _reply_decoder() -> msgspec.json.Decoder[RawResponse | Push]:
+    return msgspec.json.Decoder(RawResponse | Push)
 
 
 def encode(frame: msgspec.Struct) -> bytes:
@@ -296,7 +309,7 @@ def decode_reply(line: bytes) -> RawResponse | Push:
     Raises:
         msgspec.DecodeError: not a frame (too deeply nested JSON included).
     """
-    return _server_decode(_reply_decoder, line)
+    return _server_decode(_reply_decoder(), line)
 
 
 def decode_server_frame(line: bytes) -> Response | Push:
@@ -305,7 +318,7 @@ def decode_server_frame(line: bytes) -> Response | Push:
     Raises:
         msgspec.DecodeError: not a frame (too deeply nested JSON included).
     """
-    return _server_decode(_server_frame_decoder, line)
+    return _server_decode(_server_frame_decoder(), line)
 
 
 def _server_decode(decoder: msgspec.json.Decoder[T], line: bytes) -> T:

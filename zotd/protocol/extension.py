@@ -21,6 +21,7 @@ what an extension (or a test's fake extension) decodes them into.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import msgspec
@@ -145,7 +146,13 @@ _encoder = msgspec.json.Encoder()
 _extension_decoder: FrameDecoder[ExtensionFrame] = FrameDecoder(
     ExtensionFrame, tags_of(ExtensionFrame)
 )
-_host_decoder: FrameDecoder[HostFrame] = FrameDecoder(HostFrame, tags_of(HostFrame))
+
+
+@functools.cache
+def _host_decoder() -> FrameDecoder[HostFrame]:
+    # Built on first use: the daemon never reads the host's frames (the SDK
+    # does, once its extension is ready).
+    return FrameDecoder(HostFrame, tags_of(HostFrame))
 
 
 def encode(frame: msgspec.Struct) -> bytes:
@@ -192,4 +199,4 @@ decode_extension_frames = _extension_decoder.decode_all
 
 def decode_host_frame(line: bytes) -> HostFrame | UnknownFrame:
     """Decodes a line the host wrote (for extensions and tests)."""
-    return _host_decoder.decode(line)
+    return _host_decoder().decode(line)
