@@ -18,7 +18,8 @@ import pytest
 from tests.cli import test_cli
 from tests.cli.test_cli import RUN_TIMEOUT, ZOT, Cli, read_line
 from tests.conftest import add_extension, add_newer_zot
-from zotd.cli.output import BROKEN_PIPE_EXIT, Progress, duration, printable, styler
+from zotd.cli import output
+from zotd.cli.output import BROKEN_PIPE_EXIT, Progress, duration, json_printable, printable, styler
 
 # --- pure pieces ---------------------------------------------------------------------------
 
@@ -64,6 +65,20 @@ def test_control_characters_show_as_escapes(text: str, shown: str) -> None:
 def test_multiline_text_keeps_its_newlines_and_tabs_only() -> None:
     text = "a\r\nb\tc\rfake\x1b[31m\u202e\n"
     assert printable(text, multiline=True) == "a\nb\tc\\rfake\\x1b[31m\\u202e\n"
+
+
+def test_printable_text_is_passed_through_as_it_is() -> None:
+    # The shortcut past the tables (str.isprintable) is sound: every
+    # character they escape is one isprintable refuses.
+    assert not any(chr(c).isprintable() for c in output._UNPRINTABLE)
+    text = "naïve — 名前 ✓ [x]"
+    assert printable(text) is text and printable(text, multiline=True) is text
+
+
+def test_json_keeps_what_a_terminal_may_act_on_escaped() -> None:
+    plain = '{"a": "b"}'
+    assert json_printable(plain) is plain
+    assert json_printable('"\x7f\x9b\u202e\ud800é"') == '"\\u007f\\u009b\\u202e\\ud800é"'
 
 
 class FakeTerminal(io.StringIO):

@@ -5,6 +5,7 @@ reader of stdout goes away (``zot tools | head -1``).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -52,8 +53,22 @@ _UNPRINTABLE = [
     *range(0x2066, 0x206A),
     *range(0xD800, 0xE000),  # lone surrogates: printing one would raise
 ]
-_ONE_LINE = str.maketrans({c: _escape(c) for c in _UNPRINTABLE})
-_MULTILINE = str.maketrans({c: _escape(c) for c in _UNPRINTABLE if c not in (0x09, 0x0A)})
+
+
+# The tables (some 2,100 entries each, most of them surrogates) are made on
+# first use, not at import: about 5 ms of a `zot` command's start. Text that
+# is all printable (``str.isprintable``: no character of Unicode's "Other" or
+# "Separator" categories, which hold every one above) never needs them.
+
+
+@functools.cache
+def _one_line() -> dict[int, str]:
+    return str.maketrans({c: _escape(c) for c in _UNPRINTABLE})
+
+
+@functools.cache
+def _multiline() -> dict[int, str]:
+    return str.maketrans({c: _escape(c) for c in _UNPRINTABLE if c not in (0x09, 0x0A)})
 
 
 def printable(text: str, *, multiline: bool = False) -> str:
@@ -66,21 +81,27 @@ def printable(text: str, *, multiline: bool = False) -> str:
 
     ``--json`` output does not go through this: JSON escapes controls itself.
     """
+    if text.isprintable():
+        return text
     if multiline:
-        return text.replace("\r\n", "\n").translate(_MULTILINE)
-    return text.translate(_ONE_LINE)
+        return text.replace("\r\n", "\n").translate(_multiline())
+    return text.translate(_one_line())
 
 
-#: What JSON leaves as it is but a terminal may act on: the C1 and bidi
-#: controls, the separators, lone surrogates (JSON escapes the C0 ones itself).
-_JSON_UNSAFE = str.maketrans({c: f"\\u{c:04x}" for c in _UNPRINTABLE if c >= 0x7F})
+@functools.cache
+def _json_unsafe() -> dict[int, str]:
+    # What JSON leaves as it is but a terminal may act on: the C1 and bidi
+    # controls, the separators, lone surrogates (JSON escapes the C0 ones itself).
+    return str.maketrans({c: f"\\u{c:04x}" for c in _UNPRINTABLE if c >= 0x7F})
 
 
 def json_printable(encoded: str) -> str:
     """Encoded JSON with the characters a terminal may act on written as
     ``\\u`` escapes: the same JSON value, byte for byte safe to print. (They
     can only be inside strings, as JSON's own syntax is ASCII.)"""
-    return encoded.translate(_JSON_UNSAFE)
+    if encoded.isascii() and "\x7f" not in encoded:
+        return encoded
+    return encoded.translate(_json_unsafe())
 
 
 def duration(seconds: float) -> str:
