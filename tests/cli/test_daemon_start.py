@@ -35,13 +35,15 @@ ext_dir = test_cli.ext_dir
 #: daemon is the server), the argument checker (only for a guard's rewrite),
 #: the MCP stack (only for an MCP server), watching files (only with
 #: ``--watch`` or ``zot ext dev``), the files it was told where to find
-#: (platformdirs), the launchd writer (plistlib), and test machinery.
+#: (platformdirs), the launchd writer (plistlib), the CLIs' printing (its
+#: escape tables: ``zotd --watch`` only), and test machinery.
 HEAVY = frozenset(
     {
         "cyclopts",
         "rich",
         "docstring_parser",
         "zotd.cli.common",
+        "zotd.cli.output",
         "zotd.client",
         "anyio",
         "jsonschema",
@@ -95,6 +97,24 @@ def test_the_daemons_modules_import_nothing_heavy() -> None:
     loaded = set(json.loads(out.stdout))
     assert "zotd.runtime.workspace" in loaded  # (it did import the daemon)
     assert heavy_in(loaded) == []
+
+
+def test_the_daemon_builds_no_decoder_for_what_only_others_read() -> None:
+    # A client's decoders of the daemon's frames and an extension's decoder
+    # of the host's are built on first use, and the daemon uses neither.
+    probe = (
+        "import json\n"
+        "import zotd.cli.zotd_cli, zotd.runtime.daemon\n"
+        "from zotd.protocol import agent, extension\n"
+        "built = [agent._server_frame_decoder, agent._reply_decoder, extension._host_decoder]\n"
+        "print(json.dumps([b.cache_info().currsize for b in built]))\n"
+        "extension.decode_host_frame(b'{\"type\":\"x\"}')\n"
+        "print(json.dumps([b.cache_info().currsize for b in built]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [[0, 0, 0], [0, 0, 1]]
 
 
 def test_a_daemon_serving_an_extension_imported_nothing_heavy(cli: Cli, ext_dir: Path) -> None:
