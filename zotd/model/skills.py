@@ -56,10 +56,13 @@ FRONT_MATTER_BYTES = 64 * 1024
 #: The longest description served (longer ones are cut, with "...").
 MAX_DESCRIPTION = 4096
 
+# The patterns are compiled on first use (``re``'s own cache), not at the
+# daemon's start: most extensions serve no skills.
+
 #: A skill's own name: as an extension's (letters, digits, ``.``, ``_``, ``-``).
-_SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SKILL_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: A ``key: value`` line of front matter, at its top level.
-_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*))?$")
+_KEY = r"^([A-Za-z_][A-Za-z0-9_-]*)\s*:(?:\s+(.*))?$"
 
 
 class SkillsError(Exception):
@@ -223,9 +226,9 @@ class _Scan:
         fields = front_matter(head.decode("utf-8", "replace"))
         own = fields.get("name", "").strip()
         name = own or path.parent.name
-        if not _SKILL_NAME.fullmatch(name):
+        if not re.fullmatch(_SKILL_NAME, name):
             fallback = path.parent.name
-            if own and _SKILL_NAME.fullmatch(fallback):
+            if own and re.fullmatch(_SKILL_NAME, fallback):
                 self.warn(f"{rel}: invalid name {own!r}: served as {fallback!r}")
                 name = fallback
             else:
@@ -300,7 +303,7 @@ def front_matter(text: str) -> dict[str, str]:
         i += 1
         if line.rstrip() in ("---", "..."):
             break
-        match = _KEY.match(line)
+        match = re.match(_KEY, line)
         if match is None:
             continue
         key, raw = match.group(1), (match.group(2) or "").strip()
