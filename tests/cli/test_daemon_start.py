@@ -108,7 +108,7 @@ def test_the_daemon_builds_no_decoder_for_what_only_others_read() -> None:
         "from zotd.protocol import agent, extension\n"
         "built = [agent._server_frame_decoder, agent._reply_decoder, extension._host_decoder]\n"
         "print(json.dumps([b.cache_info().currsize for b in built]))\n"
-        "extension.decode_host_frame(b'{\"type\":\"x\"}')\n"
+        'extension.decode_host_frame(b\'{"type":"x"}\')\n'
         "print(json.dumps([b.cache_info().currsize for b in built]))\n"
     )
     out = subprocess.run(
