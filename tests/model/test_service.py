@@ -161,6 +161,13 @@ def zotd(*args: str) -> Any:
     return app(list(args), result_action="return_value")
 
 
+def test_the_socket_unit_starts_the_service_unit_of_its_name() -> None:
+    # systemd starts `zotd.service` for `zotd.socket` (the socket unit names
+    # no other), and the documentation names the unit so.
+    assert (service.SERVICE_UNIT, service.SOCKET_UNIT) == ("zotd.service", "zotd.socket")
+    assert "Service=" not in service.systemd_socket(SPEC)
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="systemd")
 def test_install_and_uninstall_the_systemd_units(
     cli_env: Path, capsys: pytest.CaptureFixture[str]
@@ -168,14 +175,14 @@ def test_install_and_uninstall_the_systemd_units(
     units = cli_env / "config" / "systemd" / "user"  # from XDG_CONFIG_HOME
     assert zotd("install-service", "--socket-activation") == 0
     out = capsys.readouterr().out
-    service_unit = (units / "zotd.model.service").read_text()
+    service_unit = (units / "zotd.service").read_text()
     assert f"ExecStart={sys.executable} -m zotd" in service_unit.splitlines()
     assert f"Environment=ZOT_HOME={cli_env / 'home'}" in service_unit.splitlines()
     assert "ZOTD_SOCKET" not in service_unit and "ZOTD_CONFIG" not in service_unit
     socket_unit = (units / "zotd.socket").read_text()
     assert "ListenStream=%t/zot/zotd.sock" in socket_unit.splitlines()
-    assert oct((units / "zotd.model.service").stat().st_mode & 0o777) == "0o644"
-    assert f"wrote {units / 'zotd.model.service'}\nwrote {units / 'zotd.socket'}\n" in out
+    assert oct((units / "zotd.service").stat().st_mode & 0o777) == "0o644"
+    assert f"wrote {units / 'zotd.service'}\nwrote {units / 'zotd.socket'}\n" in out
     assert "  systemctl --user daemon-reload\n  systemctl --user enable --now zotd.socket\n" in out
 
     # `systemctl enable` links it; a plain install replaces the socket variant.
@@ -183,19 +190,19 @@ def test_install_and_uninstall_the_systemd_units(
     (units / "sockets.target.wants" / "zotd.socket").symlink_to(units / "zotd.socket")
     assert zotd("install-service") == 0
     out = capsys.readouterr().out
-    assert sorted(p.name for p in units.iterdir()) == ["sockets.target.wants", "zotd.model.service"]
+    assert sorted(p.name for p in units.iterdir()) == ["sockets.target.wants", "zotd.service"]
     assert not (units / "sockets.target.wants" / "zotd.socket").is_symlink()
     assert f"removed {units / 'zotd.socket'} (not part of this install)" in out
-    assert "systemctl --user enable --now zotd.model.service" in out
+    assert "systemctl --user enable --now zotd.service" in out
 
     (units / "default.target.wants").mkdir()
-    (units / "default.target.wants" / "zotd.model.service").symlink_to(units / "zotd.model.service")
+    (units / "default.target.wants" / "zotd.service").symlink_to(units / "zotd.service")
     assert zotd("install-service", "--uninstall") == 0
     out = capsys.readouterr().out
-    assert not (units / "zotd.model.service").exists()
-    assert not (units / "default.target.wants" / "zotd.model.service").is_symlink()
-    assert f"removed {units / 'zotd.model.service'}\n" in out
-    assert "  systemctl --user stop zotd.model.service\n  systemctl --user daemon-reload\n" in out
+    assert not (units / "zotd.service").exists()
+    assert not (units / "default.target.wants" / "zotd.service").is_symlink()
+    assert f"removed {units / 'zotd.service'}\n" in out
+    assert "  systemctl --user stop zotd.service\n  systemctl --user daemon-reload\n" in out
     assert zotd("install-service", "--uninstall") == 0
     assert capsys.readouterr().out == f"no zotd service files in {units}\n"
 
@@ -208,16 +215,16 @@ def test_install_into_a_directory_with_explicit_paths(
     args = ("--dir", str(where), "--socket", "s/zotd.sock", "--config", "z.toml")
     monkeypatch.chdir(cli_env)
     assert zotd("install-service", *args) == 0
-    unit = (where / "zotd.model.service").read_text().splitlines()
+    unit = (where / "zotd.service").read_text().splitlines()
     assert f"Environment=ZOTD_SOCKET={cli_env / 's' / 'zotd.sock'}" in unit
     assert f"Environment=ZOTD_CONFIG={cli_env / 'z.toml'}" in unit
     capsys.readouterr()
     assert zotd("install-service", "--print", "--socket-activation", *args) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith(f"# {where / 'zotd.model.service'}\n# Written by")
+    assert printed.startswith(f"# {where / 'zotd.service'}\n# Written by")
     assert f"# {where / 'zotd.socket'}\n" in printed
     assert f"ListenStream={cli_env / 's' / 'zotd.sock'}\n" in printed
-    assert sorted(os.listdir(where)) == ["zotd.model.service"]  # --print writes nothing
+    assert sorted(os.listdir(where)) == ["zotd.service"]  # --print writes nothing
 
 
 def test_install_and_uninstall_the_launchd_agent(

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 Manager = Literal["systemd", "launchd"]
 
 #: The systemd units ``zotd install-service`` writes.
-SERVICE_UNIT = "zotd.model.service"
+SERVICE_UNIT = "zotd.service"
 SOCKET_UNIT = "zotd.socket"
 
 #: The launchd job's label; its file is ``<label>.plist``.
@@ -164,7 +164,7 @@ def _socket_address(spec: ServiceSpec) -> str:
 
 
 def systemd_service(spec: ServiceSpec, *, socket_activation: bool = False) -> str:
-    """``zotd.model.service``: a ``Type=notify`` user service that runs the daemon.
+    """``zotd.service``: a ``Type=notify`` user service that runs the daemon.
 
     The daemon says ``READY=1`` once its socket answers. ``KillMode=mixed``
     sends the stop signal to the daemon alone, so it stops its extensions
@@ -197,7 +197,7 @@ def systemd_service(spec: ServiceSpec, *, socket_activation: bool = False) -> st
 
 def systemd_socket(spec: ServiceSpec) -> str:
     """``zotd.socket``: systemd listens on the agent socket (0600, in a 0700
-    directory) and starts ``zotd.model.service`` with it at the first connection."""
+    directory) and starts ``zotd.service`` with it at the first connection."""
     lines = [
         f"# {_HEADER}",
         "[Unit]",
