@@ -9,6 +9,7 @@ import stat
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,6 +151,38 @@ def test_a_program_put_earlier_on_path_is_found(tmp_path: Path, settled: None) -
     assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(late / "tool")]
     executable(early / "tool")
     assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(early / "tool")]
+
+
+def test_path_directories_after_the_one_that_has_the_program_are_not_looked_at_again(
+    tmp_path: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lookup along PATH depends on the directories up to the first that
+    has the program: a change further along reads nothing again; the
+    program gone from there, the lookup goes on."""
+    early, late = tmp_path / "early", tmp_path / "late"
+    early.mkdir()
+    late.mkdir()
+    executable(early / "tool")
+    path_env = f"{early}{os.pathsep}{late}"
+    d = write_ext(tmp_path / "exts", "e", {"exec": "tool"})
+    from zotd.model import manifest
+
+    loads: list[object] = []
+    real_load = manifest.load
+
+    def load(*args: Any) -> manifest.Found:
+        loads.append(args)
+        return real_load(*args)
+
+    monkeypatch.setattr(manifest, "load", load)
+    assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(early / "tool")]
+    executable(late / "tool")  # further along: changes nothing
+    (late / "other").write_text("")
+    assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(early / "tool")]
+    assert len(loads) == 1
+    (early / "tool").unlink()
+    assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(late / "tool")]
+    assert len(loads) == 2
 
 
 def test_a_program_made_executable_is_found(tmp_path: Path, settled: None) -> None:

@@ -209,7 +209,7 @@ def discover(
                 item if isinstance(item, Found) else load_found(Path(item), scope, path_env, look)
             )
             same = copies.setdefault(found.name, [])
-            kept = next((c for c in same if _slot(c) == _slot(found)), None)
+            kept = next((c for c in same if _slot(c) == _slot(found)), None) if same else None
             if kept is not None:
                 log.warning(
                     "two %s extensions are named %r: using %s, ignoring %s",
@@ -234,6 +234,10 @@ def _slot(found: Found) -> tuple[str, bool]:
 def _choose(copies: list[Found]) -> Found:
     """The copy used among ``copies`` (one per scope, by precedence), with
     the others in its ``passed_over``."""
+    if len(copies) == 1:  # (most names: one copy, nothing passed over)
+        chosen = copies[0]
+        chosen.passed_over = []
+        return chosen
     chosen = next((c for c in copies if not stands_aside(c)), copies[0])
     before = True
     chosen.passed_over = []

@@ -30,7 +30,7 @@ from pathlib import Path
 from . import reg_cache, rereads, stamps
 from .manifest import Found, runs_nothing
 from .reg_cache import Cached, CacheError, Uncacheable
-from .stamps import Dep, Group, Look, Mark, Stamp, settled, stamp
+from .stamps import Dep, Group, Look, Mark, Stamp, settled
 
 __all__ = ["Outer", "OuterScopes", "Prefetched", "prefetch"]
 
@@ -122,7 +122,7 @@ class OuterScopes:
         key = (tuple(explicit), global_dir, path_env, cache_dir)
         with self._lock:
             kept = self._kept
-        if kept is not None and kept[0] == key and all(stamp(p) == s for p, s in kept[2]):
+        if kept is not None and kept[0] == key and _hold(kept[2]):
             return kept[1].copy()
         look = Look()
         began = stamps.now_ns()
@@ -141,6 +141,22 @@ class OuterScopes:
         with self._lock:
             self._kept = None
         return outer
+
+
+def _hold(stamps: list[tuple[str, Stamp]]) -> bool:
+    """Whether every path still has its stamp (:func:`~.stamps.stamp`,
+    inline: this is every workspace's start, one ``stat`` per path)."""
+    stat = os.stat
+    for path, was in stamps:
+        try:
+            st = stat(path)
+        except (OSError, ValueError):
+            if was is not None:
+                return False
+            continue
+        if was is None or was != (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+            return False
+    return True
 
 
 def _essential(seen: dict[Dep, Mark]) -> list[tuple[str, Stamp]]:

@@ -25,6 +25,7 @@ Plain blocking code, as the functions it wraps; thread-safe.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -132,14 +133,34 @@ def _found_depends(found: Found, path_env: str | None) -> list[Dep] | None:
     paths.append(os.path.join(directory, exe))
     if found.argv:
         paths.append(found.argv[0])
-    dirs = (path_env if path_env is not None else os.environ.get("PATH", "")).split(os.pathsep)
+    dirs = [
+        d
+        for d in (path_env if path_env is not None else os.environ.get("PATH", "")).split(
+            os.pathsep
+        )
+        if d
+    ]
     own = os.path.dirname(sys.executable) if sys.executable else ""
-    names = {os.path.basename(exe)}
-    if found.argv:
-        names.add(os.path.basename(found.argv[0]))
+    names = sorted({os.path.basename(exe), *(os.path.basename(a) for a in found.argv[:1])})
+    # A lookup along a path depends on the directories up to the first that
+    # has the name, not on those after it: `exec_on_path` looks along ours
+    # first, then PATH; a bare `exec` is looked up along PATH.
+    searched = [own, *dirs] if own else dirs
+    upto = max((_first_hit(n, searched) for n in names), default=len(searched))
+    seen = searched[: upto + 1]
+    if "/" not in exe:
+        seen += [d for d in dirs[: _first_hit(exe, dirs) + 1] if d not in seen]
     lookup: list[str] = []
-    for d in [own, *dirs]:
-        if d:
-            lookup.append(d)
-            lookup.extend(os.path.join(d, n) for n in sorted(names))
+    for d in seen:
+        lookup.append(d)
+        lookup.extend(os.path.join(d, n) for n in names)
     return [*paths, Group(lookup)]  # (the same for every extension run by this name)
+
+
+def _first_hit(name: str, dirs: list[str]) -> int:
+    """The index of the first of ``dirs`` where ``shutil.which`` finds
+    ``name``, or the last index if none has it (every one was looked in)."""
+    for i, d in enumerate(dirs):
+        if shutil.which(name, path=d) is not None:
+            return i
+    return len(dirs) - 1

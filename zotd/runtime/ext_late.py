@@ -38,6 +38,7 @@ from .waking import Waking
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from .extension import Extension
     from .inbox import Inbox
     from .mcp_link import McpLink
 
@@ -53,7 +54,7 @@ class Late:
     _config: Config
     #: A lazy one's supervisor, started when something first wants it (see
     #: ``SleepCycle.doze``); ``None`` once started, or if it never dozed.
-    _start_later: Callable[[], None] | None
+    _start_later: Callable[[Extension], None] | None
     #: Whether the rest of its state is still to be made.
     _late: bool
 

@@ -72,7 +72,7 @@ class SleepCycle:
     _process_exited: trio.Event
     _outcome: Outcome
     _winding_down: bool
-    _start_later: Callable[[], None] | None
+    _start_later: Callable[[Extension], None] | None
     _late: bool
     _slept: list[ep.RegisterCommand | ep.RegisterTool] | None
     _dozing: bool
@@ -105,10 +105,10 @@ class SleepCycle:
     async def _run_once(self) -> None:
         raise NotImplementedError
 
-    def doze(self, start: Callable[[], None]) -> bool:
+    def doze(self, start: Callable[[Extension], None]) -> bool:
         """Falls asleep on the cache read with its workspace's discovery, with
         no supervisor task yet: its registrations are listed now, and
-        ``start`` (which runs :meth:`Extension.run <.extension.Extension.run>`
+        ``start(ext)`` (which runs :meth:`Extension.run <.extension.Extension.run>`
         in its owner's nursery) is called when something first wants it. A
         workspace opens with a listing and no task per sleeping extension.
 
@@ -140,7 +140,7 @@ class SleepCycle:
         """Something wants a dozing one: its supervisor starts (once)."""
         start, self._start_later = self._start_later, None
         if start is not None:
-            start()
+            start(self._ext)
 
     async def _lifetime(self) -> None:
         """Its runs: one, or for a lazy or idle-stopping one, sleep, wake,

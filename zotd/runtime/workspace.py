@@ -181,7 +181,7 @@ class Workspace(Requests):
         if self._shared is not None and shares(found):
             return self._shared.attach(self, found)
         ext = self._new(found)
-        if ext.doze(partial(self._launch, ext)):  # (its supervisor starts when wanted)
+        if ext.doze(self._launch):  # (its supervisor starts when wanted)
             return ext
         if not ext.run_inert():  # (one that runs nothing needs no restart loop)
             self._launch(ext)
