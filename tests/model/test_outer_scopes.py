@@ -10,6 +10,7 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -162,6 +163,38 @@ def test_a_lazy_extensions_cache_is_read_with_it_and_again_when_rewritten(
     assert [n for n, _ in outer.caches] == ["lz"]  # (not the eager one's)
     write_cache(outers, found, ["t1", "t2"])
     assert cached_tools(outers.read(), "lz") == ["t1", "t2"]
+
+
+def test_the_caches_are_checked_by_their_directory_once_and_a_deleted_one_is_seen(
+    tmp_path: Path, settled: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each extension costs a workspace's start two ``stat`` calls (its
+    directory and manifest), its cache none: a cache is only ever renamed
+    into its directory, so the directory stands for all of them."""
+    outers = Outers(tmp_path)
+    lazy = 10
+    for i in range(lazy):
+        add_extension(outers.global_dir, f"lz{i}", manifest={"lazy": True})
+    for found in outers.read().global_:
+        write_cache(outers, found, [f"t-{found.name}"])
+    outers.kept()
+    calls: list[str] = []
+    real_stat = os.stat
+
+    def stat(path: str, *args: Any, **kwargs: Any) -> os.stat_result:
+        calls.append(path)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    outer = outers.read()
+    monkeypatch.setattr(os, "stat", real_stat)
+    assert cached_tools(outer, "lz3") == ["t-lz3"]
+    assert str(outers.cache_dir) in calls
+    assert not [c for c in calls if str(c).startswith(f"{outers.cache_dir}{os.sep}")]
+    assert len(calls) <= 2 * lazy + 6  # (the global directory, the program, its lookup)
+    reg_cache.path(outers.cache_dir, "lz3").unlink()  # by hand
+    assert cached_tools(outers.read(), "lz3") == "no cache of its registrations yet"
+    assert cached_tools(outers.read(), "lz4") == ["t-lz4"]
 
 
 def test_a_changed_script_or_a_file_named_like_an_argument_invalidates_the_cache(

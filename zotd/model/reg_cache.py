@@ -212,7 +212,9 @@ def load(file: Path, name: str, want: str) -> tuple[Cached | None, str]:
 def save(file: Path, name: str, key: str, cached: Cached) -> bool:
     """Writes ``cached`` for ``name`` under ``key`` into ``file``, atomically,
     0600 (its directory 0700); ``False`` (and any old file removed) if it
-    would be larger than :data:`MAX_CACHE_BYTES`.
+    would be larger than :data:`MAX_CACHE_BYTES`. Every change is a rename
+    into (or an unlink from) the directory: :mod:`.rereads` checks the
+    directory alone for all of them.
 
     Raises:
         OSError: it could not be written (the old file, if any, stays).

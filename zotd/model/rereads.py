@@ -17,7 +17,11 @@ What a result depends on:
   file in it. One with skills is not kept (it reads their files too).
 * a cache key: every directory and file the fingerprint of its directory
   walked, and every path its arguments name.
-* a cache's content: its file (written atomically: a new inode).
+* a cache's content: the directory of the caches. Every write is a rename
+  into it (:func:`~.reg_cache.save`), which changes the directory, so one
+  ``stat`` stands for all of them: a workspace with ten lazy extensions
+  checks one path instead of ten. (Any cache written makes every one be
+  read again, once.)
 
 Plain blocking code, as the functions it wraps; thread-safe.
 """
@@ -102,14 +106,15 @@ def cache_key(found: Found, look: Look | None = None) -> str:
 def load_cache(
     file: Path, name: str, want: str, look: Look | None = None
 ) -> tuple[Cached | None, str]:
-    """:func:`~.reg_cache.load`, kept while the file is unchanged (a copy).
+    """:func:`~.reg_cache.load`, kept while the caches' directory is
+    unchanged (a copy).
 
     Raises:
         CacheError: as :func:`~.reg_cache.load` (never kept).
     """
 
     def work() -> tuple[tuple[Cached | None, str], list[str]]:
-        return reg_cache.load(file, name, want), [str(file)]
+        return reg_cache.load(file, name, want), [str(file.parent)]
 
     cached, why = _caches.get((str(file), name, want), work, look or mark)
     if cached is None:
