@@ -343,7 +343,7 @@ def install_service(
 ) -> int:
     """Install zotd as a user service: systemd on Linux, launchd on macOS.
 
-    Writes the unit (~/.config/systemd/user/zotd.model.service, or
+    Writes the unit (~/.config/systemd/user/zotd.service, or
     ~/Library/LaunchAgents/dev.zot.zotd.plist) that runs this installation's
     zotd, and prints the commands that enable it. ZOT_HOME, ZOTD_SOCKET and
     ZOTD_CONFIG (or --socket / --config) are written into it when set.
