@@ -1027,6 +1027,59 @@ def test_end_of_input_finishes_the_requests_first(short_tmp: Path) -> None:
         assert answers == {str(n): [{"type": "text", "text": f"answer {n}"}] for n in (1, 2)}, stdin
 
 
+def test_run_with_dev_null_as_stdin_it_says_hello_and_exits(short_tmp: Path) -> None:
+    """``/dev/null`` is a device the event loop cannot wait on: read as a
+    file, it ends at once (it used to hang, waiting for a line)."""
+    script = short_tmp / "idle.py"
+    script.write_text("from zotd.sdk import Extension\n\nExtension('idle').run()\n")
+    env = dict(os.environ, ZOT_HOME=str(short_tmp / "home"))
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert [json.loads(line)["type"] for line in out.stdout.splitlines()] == ["hello", "ready"]
+    assert out.stderr == ""
+
+
+def test_blank_lines_from_the_host_are_skipped_quietly(short_tmp: Path) -> None:
+    script = short_tmp / "echo.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            from zotd.sdk import Extension
+
+            ext = Extension("echo")
+
+
+            @ext.tool()
+            def echo(text: str) -> str:
+                return text
+
+
+            ext.run()
+            """
+        )
+    )
+    call = json.dumps({"type": "tool_call", "id": "1", "name": "echo", "args": {"text": "hi"}})
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        input=f"\n  \n{call}\n\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, ZOT_HOME=str(short_tmp / "home")),
+    )
+    assert out.returncode == 0, out.stderr
+    replies = [json.loads(line) for line in out.stdout.splitlines()]
+    assert replies[-1]["content"] == [{"type": "text", "text": "hi"}]
+    assert "malformed" not in out.stderr, out.stderr
+
+
 def test_importing_the_sdk_loads_neither_trio_nor_anyio() -> None:
     code = (
         "import sys, zotd.sdk\n"

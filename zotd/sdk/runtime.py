@@ -128,6 +128,8 @@ class Runtime(Bridge):
 
     def _on_line(self, line: bytes) -> bool:
         """Handles one frame; ``True`` once the extension should exit."""
+        if line.isspace():  # (as the host skips an extension's blank lines)
+            return False
         try:
             frame = ep.decode_host_frame(line)
         except FrameError as exc:
