@@ -231,8 +231,9 @@ def test_a_pass_over_files_changed_just_now_is_not_kept(tmp_path: Path) -> None:
 
 def test_a_copy_of_an_extension_keeps_every_field(tmp_path: Path) -> None:
     # copy_found names the fields one by one: a field added to Found and
-    # left out there would come back as its default.
-    from dataclasses import fields
+    # left out there would come back as its default. Found's comparison
+    # names them too: every field but passed_over counts.
+    from msgspec.structs import replace
 
     from zotd.model.discovery import Aside
     from zotd.model.manifest import Manifest
@@ -255,10 +256,16 @@ def test_a_copy_of_an_extension_keeps_every_field(tmp_path: Path) -> None:
         passed_over=[Aside(Found(name="a", dir=tmp_path, scope="global"), "hidden", "")],
     )
     defaults = Found(name="", dir=Path("/"), scope="")
-    changed = [f.name for f in fields(Found) if getattr(found, f.name) != getattr(defaults, f.name)]
-    assert set(changed) == {f.name for f in fields(Found)}, "set every field"
+    every = Found.__struct_fields__
+    changed = [name for name in every if getattr(found, name) != getattr(defaults, name)]
+    assert set(changed) == set(every), "set every field"
     copy = copy_found(found)
-    for f in fields(Found):
-        if f.name != "passed_over":
-            assert getattr(copy, f.name) == getattr(found, f.name), f.name
+    for name in every:
+        if name != "passed_over":
+            assert getattr(copy, name) == getattr(found, name), name
     assert copy.passed_over == [] and copy.argv is not found.argv
+    assert copy == found  # (passed_over aside)
+    for name in every:
+        one = replace(defaults, **{name: getattr(found, name)})
+        assert (one == defaults) is (name == "passed_over"), name
+        assert (one != defaults) is (name != "passed_over"), name

@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from .manifest import Found, Scope
 from .mcp_servers import is_project_server, project_servers
@@ -48,8 +49,7 @@ FAILED, DISABLED, UNTRUSTED = "failed", "disabled", "untrusted"
 HIDDEN = "hidden"
 
 
-@dataclass(slots=True)
-class Aside:
+class Aside(msgspec.Struct):
     """A copy of an extension that discovery found and does not use.
 
     Attributes:

@@ -17,8 +17,9 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from .config import Config
 from .env_grants import Grants, GrantsError, grants_for
@@ -63,8 +64,7 @@ def allowlisted(name: str) -> bool:
     return name in ALLOWED or name.startswith(ALLOWED_PREFIXES) or name in SET_BY_ZOTD
 
 
-@dataclass(frozen=True, slots=True)
-class Passthrough:
+class Passthrough(msgspec.Struct, frozen=True):
     """The variables of the daemon's environment one extension is let see
     beyond the allowlist, by where each comes from (names, sorted).
 

@@ -9,7 +9,8 @@ values of :class:`zotd.runtime.extension.State`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 #: Longest name echoed in a message; a longer one is cut (with "...").
 MAX_SHOWN = 80
@@ -69,8 +70,7 @@ def one_of(items: Sequence[str]) -> str:
     return f"{', '.join(items[:-1])} or {items[-1]}"
 
 
-@dataclass(frozen=True, slots=True)
-class Why:
+class Why(msgspec.Struct, frozen=True):
     """Why an extension serves nothing now, and what would change that.
 
     ``sentence`` has the extension as its subject ("weather is disabled"),

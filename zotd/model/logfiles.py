@@ -25,8 +25,9 @@ import errno
 import os
 import shutil
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 #: Rotated copies kept: ``ext-x.log.1`` (newest) to ``ext-x.log.3``.
 KEEP = 3
@@ -35,8 +36,7 @@ KEEP = 3
 _WRITE = os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
-@dataclass(frozen=True, slots=True)
-class Rotation:
+class Rotation(msgspec.Struct, frozen=True):
     """What :func:`rotate_if_big` did to a log that was past its size."""
 
     #: Its size before it was truncated.

@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -126,8 +125,7 @@ class ManifestError(Exception):
     """A manifest that cannot be used; the message says why."""
 
 
-@dataclass(slots=True)
-class Found:
+class Found(msgspec.Struct, eq=False):
     """One discovered extension.
 
     Attributes:
@@ -145,7 +143,7 @@ class Found:
     dir: Path
     scope: str
     manifest: Manifest | None = None
-    argv: list[str] = field(default_factory=list)
+    argv: list[str] = msgspec.field(default_factory=list)
     error: str = ""
     #: Why it may not run (a project extension the user has not trusted), or "".
     untrusted: str = ""
@@ -154,9 +152,9 @@ class Found:
     #: than one of its own files (see :func:`on_path`).
     exec_on_path: bool = False
     #: Problems that do not stop it (an unknown manifest key, ...), each a sentence.
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     #: The skills it serves (manifest ``skills``, read at discovery).
-    skills: list[sk.Skill] = field(default_factory=list)
+    skills: list[sk.Skill] = msgspec.field(default_factory=list)
     #: How many processes of it run (a :class:`Sharing` value, see :func:`sharing_of`).
     sharing: str = Sharing.WORKSPACE
     #: The file its manifest was read from when that is not ``dir/extension.json``:
@@ -165,7 +163,36 @@ class Found:
     #: The other copies of this name that discovery found and does not use,
     #: and why (see :func:`~.discovery.discover`). Not part of the
     #: comparison: a copy not used changing does not change this one.
-    passed_over: list[Aside] = field(default_factory=list, compare=False)
+    passed_over: list[Aside] = msgspec.field(default_factory=list)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Found):
+            return NotImplemented
+        return _compared(self) == _compared(other)
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable)
+
+
+def _compared(found: Found) -> tuple[object, ...]:
+    """What two ``Found`` are compared by: every field but ``passed_over``."""
+    return (
+        found.name,
+        found.dir,
+        found.scope,
+        found.manifest,
+        found.argv,
+        found.error,
+        found.untrusted,
+        found.exec_on_path,
+        found.warnings,
+        found.skills,
+        found.sharing,
+        found.origin,
+    )
 
 
 _decoder = msgspec.json.Decoder(Manifest)

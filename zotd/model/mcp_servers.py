@@ -27,9 +27,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from .manifest import (
     Found,
@@ -75,8 +76,7 @@ class ConfigError(Exception):
     """A file of servers that cannot be read at all; the message names the file (and where)."""
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(msgspec.Struct):
     """One server of an ``mcpServers`` object.
 
     Attributes:
@@ -91,7 +91,7 @@ class Entry:
     manifest: Manifest | None = None
     error: str = ""
     bad_name: bool = False
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
 
 def read_config(path: Path, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:

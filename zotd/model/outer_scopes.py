@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from . import reg_cache, rereads, stamps
 from .manifest import Found, runs_nothing
@@ -62,8 +63,7 @@ def may_run(found: Found) -> bool:
     )
 
 
-@dataclass(slots=True)
-class Outer:
+class Outer(msgspec.Struct):
     """One pass over the outer scopes (copies: the caller may change them).
 
     Attributes:

@@ -11,8 +11,9 @@ import os
 import stat
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 APP = "zot"
 
@@ -21,8 +22,7 @@ APP = "zot"
 MAX_SOCKET_PATH = 103
 
 
-@dataclass(frozen=True, slots=True)
-class Paths:
+class Paths(msgspec.Struct, frozen=True):
     """The daemon's file locations.
 
     Attributes:

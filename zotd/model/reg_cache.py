@@ -36,12 +36,10 @@ Plain blocking code: the runtime calls it in a worker thread.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -72,13 +70,12 @@ class CacheError(Exception):
     """A cache file that cannot be used (unreadable, corrupt, too large); the message says why."""
 
 
-@dataclass(slots=True)
-class Cached:
+class Cached(msgspec.Struct):
     """What one run of an extension registered and subscribed to."""
 
-    registrations: list[ep.RegisterCommand | ep.RegisterTool] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
-    intercepts: list[str] = field(default_factory=list)
+    registrations: list[ep.RegisterCommand | ep.RegisterTool] = msgspec.field(default_factory=list)
+    events: list[str] = msgspec.field(default_factory=list)
+    intercepts: list[str] = msgspec.field(default_factory=list)
 
 
 class _File(msgspec.Struct):
@@ -119,7 +116,7 @@ def key(found: Found, seen: list[str] | None = None) -> str:
     digest.update(_encode(found.argv) + b"\0")
     if manifest is not None and manifest.exec:
         try:  # (its directory alone: the files its argv names are pinned below)
-            directory = dataclasses.replace(found, argv=[])
+            directory = msgspec.structs.replace(found, argv=[])
             digest.update(trust.fingerprint(directory, seen).encode() + b"\0")
         except trust.Untrustable as exc:
             raise Uncacheable(str(exc)) from None

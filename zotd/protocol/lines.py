@@ -12,15 +12,15 @@ an extension).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import cast
+
+import msgspec
 
 #: Default largest frame, in bytes, without its newline (issue: 16 MiB).
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Oversized:
+class Oversized(msgspec.Struct, frozen=True):
     """Stands for a line that was longer than the limit and was dropped.
 
     Attributes:

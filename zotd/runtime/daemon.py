@@ -19,7 +19,6 @@ Task tree (``docs/architecture.md`` draws it whole)::
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import signal
@@ -27,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from itertools import count
 from pathlib import Path
 
+import msgspec
 import trio
 
 from .. import __version__
@@ -200,7 +200,7 @@ class Daemon:
             except OSError as exc:
                 log.warning("no watchdog process (%s): a killed daemon may leave extensions", exc)
         if watchdog is not None:
-            self.hub.ctx = dataclasses.replace(self.hub.ctx, spawner=watchdog)
+            self.hub.ctx = msgspec.structs.replace(self.hub.ctx, spawner=watchdog)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

@@ -12,10 +12,10 @@ and drawing their ids from the extension's one counter.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
+import msgspec
 import trio
 
 from ..model.config import Config
@@ -59,7 +59,7 @@ class Requestable:
             try:
                 from .mcp_link import McpLink  # (imports the `mcp` package: only when needed)
             except ImportError as exc:  # a broken install: this one fails, not the workspace
-                self.found = dataclasses.replace(
+                self.found = msgspec.structs.replace(
                     self.found, error=f"cannot speak MCP: {exc} (pip install 'mcp>=2')"
                 )
                 self.last_error = self.found.error

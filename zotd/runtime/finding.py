@@ -11,9 +11,10 @@ its own lazy ones.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+
+import msgspec
 
 from ..model import trust
 from ..model.config import Config
@@ -28,8 +29,7 @@ from .process import Spawner
 __all__ = ["Context", "find"]
 
 
-@dataclass(frozen=True, slots=True)
-class Context:
+class Context(msgspec.Struct, frozen=True):
     """What every workspace of one daemon shares."""
 
     config: Config
@@ -38,7 +38,7 @@ class Context:
     spawner: Spawner
     env: Mapping[str, str]
     #: The explicit and global extensions as the last workspace read them.
-    outer: OuterScopes = field(default_factory=OuterScopes, compare=False)
+    outer: OuterScopes = msgspec.field(default_factory=OuterScopes)
 
     def read_outer(self) -> Outer:
         """Blocking: the explicit and global extensions and the lazy ones'
