@@ -36,7 +36,7 @@ from ..model.environment import with_own_python
 from ..model.paths import Paths
 from ..model.peercred import peer_uid
 from ..protocol import agent as ap
-from . import admin
+from . import admin, daemon_log
 from .accept import FD_RESERVE, accept_loop, raise_fd_limit, refuse
 from .hub import Hub
 from .listener import (
@@ -205,6 +205,9 @@ class Daemon:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 await nursery.start(self.hub.run)
+                nursery.start_soon(
+                    daemon_log.keep_rotated, self.paths.daemon_log, self.config.max_log_bytes
+                )
                 if handle_signals:
                     nursery.start_soon(self._watch_signals)
                 accepting = trio.CancelScope()
