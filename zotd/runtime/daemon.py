@@ -11,6 +11,7 @@ Task tree (``docs/architecture.md`` draws it whole)::
     ├─ Hub.run
     │  └─ one Workspace.run per project directory
     │     └─ one Extension.run per extension
+    ├─ daemon_log.keep_rotated (while its stderr appends to zotd.log)
     ├─ accept loop: accept.accept_loop (in its own cancel scope: stopping
     │  it stops accepting and closes the listener; it backs off on EMFILE)
     ├─ one ClientSession.run per connection
