@@ -28,8 +28,8 @@ from pathlib import Path
 import msgspec
 
 from .manifest import Found, Scope
-from .mcp_servers import is_project_server, project_servers
 from .outer_scopes import Outer
+from .project_mcp import is_project_server, project_servers
 from .rereads import load_found
 from .stamps import Look
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .discovery import discover, project_dir
 from .manifest import MANIFEST, Found, ManifestError, load, read_manifest
-from .mcp_servers import is_project_server
+from .project_mcp import is_project_server
 
 #: How long a ``git clone`` may take.
 CLONE_TIMEOUT = 300.0

@@ -57,7 +57,8 @@ from typing import Protocol
 import msgspec
 
 from .manifest import Found
-from .mcp_servers import MCP_JSON, is_project_server
+from .mcp_servers import MCP_JSON
+from .project_mcp import is_project_server
 from .safe_files import FileRefused, open_regular, read_chunks
 
 TRUST_FILE = "trust.json"
