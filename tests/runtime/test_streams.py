@@ -1,5 +1,6 @@
-"""Tests of zotd.runtime.streams: LineReader and Outbox over real pipes, real Unix
-sockets, and Trio's in-memory streams (the path for streams without an fd)."""
+"""Tests of zotd.runtime.streams and zotd.runtime.outbox: LineReader and
+Outbox over real pipes, real Unix sockets, and Trio's in-memory streams
+(the path for streams without an fd)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import trio
 import trio.testing
 
 from zotd.protocol.lines import Oversized
+from zotd.runtime import outbox as outbox_module
 from zotd.runtime import streams
-from zotd.runtime.streams import LineReader, Outbox, fileno_of
+from zotd.runtime.outbox import Outbox
+from zotd.runtime.streams import LineReader, fileno_of
 
 Kind = Literal["pipe", "socket", "memory"]
 
@@ -106,7 +109,8 @@ def frames(count: int, tag: str = "f") -> list[bytes]:
 
 
 class CountingOs:
-    """Stands in for the ``os`` module inside zotd.runtime.streams, counting writes per fd."""
+    """Stands in for the ``os`` module inside zotd.runtime.streams (reads) or
+    zotd.runtime.outbox (writes), counting writes per fd."""
 
     def __init__(self) -> None:
         self.writes: dict[int, int] = {}
@@ -251,7 +255,7 @@ async def test_frames_put_together_go_in_one_write_in_order(
     kind: Kind, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counting = CountingOs()
-    monkeypatch.setattr(streams, "os", counting)
+    monkeypatch.setattr(outbox_module, "os", counting)
     with trio.fail_after(TIMEOUT):
         async with open_pair(kind) as (send, receive):
             outbox = Outbox(send, limit=100)

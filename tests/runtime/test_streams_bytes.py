@@ -1,4 +1,4 @@
-"""Tests of the byte bounds of zotd.runtime.streams: an Outbox bounded by the
+"""Tests of the byte bounds of zotd.runtime.outbox and streams: an Outbox bounded by the
 bytes not yet written (and frames taken back before they are written), and
 LineReaders sharing a LineBudget of unfinished lines, over real pipes and
 sockets (and in-memory streams where no fd is needed)."""
@@ -20,7 +20,8 @@ from tests.runtime.test_streams import (
     pending,
     read_to_eof,
 )
-from zotd.runtime.streams import LineBudget, LineReader, Outbox, OverBudget
+from zotd.runtime.outbox import Outbox
+from zotd.runtime.streams import LineBudget, LineReader, OverBudget
 
 KIB = 1024
 

@@ -4,7 +4,7 @@ and one-way frames, down its stdin.
 :class:`Calls` is the stdin half of an :class:`~.extension.Extension` (its
 :class:`~.inbox.Inbox` is the stdout half, which resolves the replies).
 Requests get ids from the extension's :class:`~.pending.PendingTable`; the
-frames go through one :class:`~.streams.Outbox`, made when the process
+frames go through one :class:`~.outbox.Outbox`, made when the process
 starts.
 
 An extension that stops reading its stdin costs bounded memory:
@@ -34,9 +34,9 @@ from ..model.errors import RequestError, extension_failed
 from ..model.metrics import COUNTED, Ending
 from ..protocol import extension as ep
 from .link import R
+from .outbox import Outbox
 from .pending import PendingTable, Slot, given_up
 from .status import RUNNING
-from .streams import Outbox
 
 if TYPE_CHECKING:
     from .extension import Extension

@@ -40,7 +40,8 @@ from .dispatch import CANCELLABLE, dispatch, refusal
 from .gatekeeper import CLOSE_GRACE, Gatekeeper
 from .hangup import watch_hangup
 from .hub import Hub
-from .streams import LineReader, Outbox, OverBudget
+from .outbox import Outbox
+from .streams import LineReader, OverBudget
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
