@@ -87,17 +87,20 @@ def imported(importtime: str) -> set[str]:
 # --- what the daemon imports --------------------------------------------------------------
 
 
-def test_the_daemons_modules_import_nothing_heavy() -> None:
-    # What zotd's plain path imports (zotd_cli._foreground): quick, no daemon run.
-    probe = (
-        "import sys, json\n"
-        "import zotd.cli.zotd_cli, zotd.runtime.daemon, zotd.runtime.listener, zotd.model.service\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
+def loaded_by(imports: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after ``imports`` (a line of Python)."""
+    probe = f"import sys, json\n{imports}\nprint(json.dumps(sorted(sys.modules)))\n"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
-    loaded = set(json.loads(out.stdout))
+    return set(json.loads(out.stdout))
+
+
+def test_the_daemons_modules_import_nothing_heavy() -> None:
+    # What zotd's plain path imports (zotd_cli._foreground): quick, no daemon run.
+    loaded = loaded_by(
+        "import zotd.cli.zotd_cli, zotd.runtime.daemon, zotd.runtime.listener, zotd.model.service"
+    )
     assert "zotd.runtime.workspace" in loaded  # (it did import the daemon)
     assert heavy_in(loaded) == []
 
@@ -270,15 +273,7 @@ def test_the_daemon_starts_its_watchdog_so() -> None:
 
 
 def test_the_watchdog_can_be_started_before_the_daemon_is_imported() -> None:
-    probe = (
-        "import sys, json\n"
-        "from zotd.runtime import watchdog\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    )
-    loaded = set(json.loads(out.stdout))
+    loaded = loaded_by("from zotd.runtime import watchdog")
     assert not loaded & {"trio", "zotd.runtime.process", "zotd.runtime.daemon", "msgspec"}
 
 

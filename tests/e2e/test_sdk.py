@@ -979,46 +979,55 @@ async def test_shutdown_does_not_wait_for_a_running_sync_handler(
     assert "did not exit after shutdown" not in log, log
 
 
+def run_by_hand(
+    tmp: Path, source: str, *, input: str | None = None, stdin: Any = None
+) -> subprocess.CompletedProcess[str]:
+    """An SDK extension (``source``) run as someone trying it by hand: frames
+    piped in as ``input``, or ``stdin`` a file; its output once it exits."""
+    script = tmp / "by_hand.py"
+    script.write_text(textwrap.dedent(source))
+    return subprocess.run(
+        [sys.executable, str(script)],
+        input=input,
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, ZOT_HOME=str(tmp / "home")),
+    )
+
+
 def test_end_of_input_finishes_the_requests_first(short_tmp: Path) -> None:
     # Frames piped in by hand, without `shutdown`: every request is answered
     # before the extension exits, from a pipe or from a regular file.
-    script = short_tmp / "by_hand.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import time
+    source = """
+        import time
 
-            from zotd.sdk import Extension
+        from zotd.sdk import Extension
 
-            ext = Extension("by-hand")
+        ext = Extension("by-hand")
 
 
-            @ext.tool()
-            def slowish(n: int) -> str:
-                time.sleep(0.2)
-                return f"answer {n}"
+        @ext.tool()
+        def slowish(n: int) -> str:
+            time.sleep(0.2)
+            return f"answer {n}"
 
 
-            ext.run()
-            """
-        )
-    )
+        ext.run()
+        """
     frames = "".join(
         json.dumps({"type": "tool_call", "id": str(n), "name": "slowish", "args": {"n": n}}) + "\n"
         for n in (1, 2)
     )
     (short_tmp / "frames.txt").write_text(frames)
-    env = dict(os.environ, ZOT_HOME=str(short_tmp / "home"))
     for stdin in ("pipe", "file"):
         with open(short_tmp / "frames.txt") as file:
-            out = subprocess.run(
-                [sys.executable, str(script)],
+            out = run_by_hand(
+                short_tmp,
+                source,
                 input=frames if stdin == "pipe" else None,
                 stdin=file if stdin == "file" else None,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                env=env,
             )
         assert out.returncode == 0, out.stderr
         replies = [json.loads(line) for line in out.stdout.splitlines()]
@@ -1030,50 +1039,29 @@ def test_end_of_input_finishes_the_requests_first(short_tmp: Path) -> None:
 def test_run_with_dev_null_as_stdin_it_says_hello_and_exits(short_tmp: Path) -> None:
     """``/dev/null`` is a device the event loop cannot wait on: read as a
     file, it ends at once (it used to hang, waiting for a line)."""
-    script = short_tmp / "idle.py"
-    script.write_text("from zotd.sdk import Extension\n\nExtension('idle').run()\n")
-    env = dict(os.environ, ZOT_HOME=str(short_tmp / "home"))
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=env,
-    )
+    source = "from zotd.sdk import Extension\n\nExtension('idle').run()\n"
+    out = run_by_hand(short_tmp, source, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     assert [json.loads(line)["type"] for line in out.stdout.splitlines()] == ["hello", "ready"]
     assert out.stderr == ""
 
 
 def test_blank_lines_from_the_host_are_skipped_quietly(short_tmp: Path) -> None:
-    script = short_tmp / "echo.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            from zotd.sdk import Extension
+    source = """
+        from zotd.sdk import Extension
 
-            ext = Extension("echo")
+        ext = Extension("echo")
 
 
-            @ext.tool()
-            def echo(text: str) -> str:
-                return text
+        @ext.tool()
+        def echo(text: str) -> str:
+            return text
 
 
-            ext.run()
-            """
-        )
-    )
+        ext.run()
+        """
     call = json.dumps({"type": "tool_call", "id": "1", "name": "echo", "args": {"text": "hi"}})
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        input=f"\n  \n{call}\n\n",
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=dict(os.environ, ZOT_HOME=str(short_tmp / "home")),
-    )
+    out = run_by_hand(short_tmp, source, input=f"\n  \n{call}\n\n")
     assert out.returncode == 0, out.stderr
     replies = [json.loads(line) for line in out.stdout.splitlines()]
     assert replies[-1]["content"] == [{"type": "text", "text": "hi"}]

@@ -139,14 +139,19 @@ def test_a_copy_is_given_each_time(tmp_path: Path, settled: None) -> None:
     assert two.sharing != "shared"
 
 
-def test_a_program_put_earlier_on_path_is_found(tmp_path: Path, settled: None) -> None:
-    """``"exec": "tool"`` resolves on PATH; a ``tool`` installed into an
-    earlier PATH directory afterwards is what runs next."""
+def two_on_path(tmp_path: Path) -> tuple[Path, Path, str]:
+    """Two empty directories, ``early`` before ``late`` on a PATH of their own."""
     early, late = tmp_path / "early", tmp_path / "late"
     early.mkdir()
     late.mkdir()
+    return early, late, f"{early}{os.pathsep}{late}"
+
+
+def test_a_program_put_earlier_on_path_is_found(tmp_path: Path, settled: None) -> None:
+    """``"exec": "tool"`` resolves on PATH; a ``tool`` installed into an
+    earlier PATH directory afterwards is what runs next."""
+    early, late, path_env = two_on_path(tmp_path)
     executable(late / "tool")
-    path_env = f"{early}{os.pathsep}{late}"
     d = write_ext(tmp_path / "exts", "e", {"exec": "tool"})
     assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(late / "tool")]
     executable(early / "tool")
@@ -159,11 +164,8 @@ def test_path_directories_after_the_one_that_has_the_program_are_not_looked_at_a
     """A lookup along PATH depends on the directories up to the first that
     has the program: a change further along reads nothing again; the
     program gone from there, the lookup goes on."""
-    early, late = tmp_path / "early", tmp_path / "late"
-    early.mkdir()
-    late.mkdir()
+    early, late, path_env = two_on_path(tmp_path)
     executable(early / "tool")
-    path_env = f"{early}{os.pathsep}{late}"
     d = write_ext(tmp_path / "exts", "e", {"exec": "tool"})
     from zotd.model import manifest
 
@@ -188,12 +190,9 @@ def test_path_directories_after_the_one_that_has_the_program_are_not_looked_at_a
 def test_a_program_made_executable_is_found(tmp_path: Path, settled: None) -> None:
     """A candidate earlier on PATH that becomes executable (chmod, no new
     directory entry) is found too."""
-    early, late = tmp_path / "early", tmp_path / "late"
-    early.mkdir()
-    late.mkdir()
+    early, late, path_env = two_on_path(tmp_path)
     executable(late / "tool")
     (early / "tool").write_text("#!/bin/sh\n")  # not executable yet
-    path_env = f"{early}{os.pathsep}{late}"
     d = write_ext(tmp_path / "exts", "e", {"exec": "tool"})
     assert rereads.load_found(d, Scope.GLOBAL, path_env).argv == [str(late / "tool")]
     (early / "tool").chmod(0o755)

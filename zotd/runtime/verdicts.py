@@ -58,7 +58,7 @@ def classify(event: str, answer: ep.EventInterceptResponse) -> GuardAnswer:
     (another one is ignored: that is an allow), or an allow."""
     if answer.block:
         return _BLOCK
-    if not (answer.modified_args or answer.replace_text):
+    if plain(answer):
         return _ALLOW
     wanted = REWRITES.get(event)
     if wanted is not None and offered(answer)[wanted]:
