@@ -21,6 +21,7 @@ blocking), and read up to :data:`MAX_MANIFEST_BYTES`.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import shutil
@@ -177,22 +178,8 @@ class Found(msgspec.Struct, eq=False):
     __hash__ = None  # type: ignore[assignment]  # (mutable)
 
 
-def _compared(found: Found) -> tuple[object, ...]:
-    """What two ``Found`` are compared by: every field but ``passed_over``."""
-    return (
-        found.name,
-        found.dir,
-        found.scope,
-        found.manifest,
-        found.argv,
-        found.error,
-        found.untrusted,
-        found.exec_on_path,
-        found.warnings,
-        found.skills,
-        found.sharing,
-        found.origin,
-    )
+#: What two ``Found`` are compared by: every field but ``passed_over``.
+_compared = operator.attrgetter(*(f for f in Found.__struct_fields__ if f != "passed_over"))
 
 
 _decoder = msgspec.json.Decoder(Manifest)
